@@ -1,0 +1,83 @@
+# xtune: the two commands are `make demo` and `make test`; both set up and build first.
+SHELL := /bin/bash
+TOP := $(abspath .)
+BUILD := $(TOP)/build
+VENV := $(TOP)/.venv
+PY := $(VENV)/bin/python
+PYTHON ?= python3
+export XTUNE_ROOT := $(TOP)
+export XTUNE_BUILD := $(BUILD)
+# Downloads that outlive a checkout (Debian kernel packages, source trees): shared by clones.
+export XTUNE_CACHE ?= $(HOME)/.cache/xtune
+
+# C components built by `make build`, each with its own Makefile writing into $(BUILD).
+C_COMPONENTS := observers runtime experiments
+
+PYTEST := $(PY) -m pytest
+
+.PHONY: all setup apt-deps build test lint format demo bench clean \
+	test-observers test-runtime test-tuner test-sie test-kernel
+
+all: build
+
+setup: apt-deps $(VENV)/.installed $(BUILD)/include/vmlinux.h
+
+apt-deps:
+	@scripts/setup-apt.sh
+
+$(VENV)/.installed: pyproject.toml | apt-deps
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $@
+
+$(BUILD)/include/vmlinux.h: | apt-deps
+	@mkdir -p $(dir $@)
+	bpftool btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
+
+build: setup
+	@for d in $(C_COMPONENTS); do \
+		if [ -f $$d/Makefile ]; then $(MAKE) --no-print-directory -C $$d TOP=$(TOP) BUILD=$(BUILD) || exit 1; fi; \
+	done
+
+test: build
+	$(PYTEST) tests
+
+test-observers: build
+	$(PYTEST) tests/observers
+
+test-runtime: build
+	$(PYTEST) tests/runtime
+
+test-tuner: build
+	$(PYTEST) tests/tuner
+
+test-sie: build
+	$(PYTEST) tests/sie
+
+test-kernel: build
+	$(PYTEST) tests/kernel
+
+demo: build
+	$(VENV)/bin/xtune demo
+
+bench: build
+	@for f in experiments/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
+
+C_SOURCES = $(shell git ls-files '*.c' '*.h' | grep -v '/vmlinux.h$$')
+
+lint: setup
+	$(VENV)/bin/ruff check tuner tests experiments
+	$(VENV)/bin/ruff format --check tuner tests experiments
+	clang-format --dry-run --Werror $(C_SOURCES)
+
+format: setup
+	$(VENV)/bin/ruff format tuner tests experiments
+	$(VENV)/bin/ruff check --fix tuner tests experiments
+	clang-format -i $(C_SOURCES)
+
+clean:
+	rm -rf $(BUILD)
+	@for d in $(C_COMPONENTS) kmod; do \
+		if [ -f $$d/Makefile ]; then $(MAKE) --no-print-directory -C $$d TOP=$(TOP) BUILD=$(BUILD) clean; fi; \
+	done

@@ -1,0 +1,21 @@
+"""The `xtune` command: one sub-command group per concern, each defined in its own module."""
+
+import typer
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help="xtune: autotune perf-consts.")
+
+
+@app.command()
+def version() -> None:
+    """Print the xtune version."""
+    from xtune import __version__
+
+    typer.echo(__version__)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()
