@@ -1,4 +1,7 @@
-"""The `xtune` command: one sub-command group per concern, each defined in its own module."""
+"""The `xtune` command: one sub-command group per concern, each defined in its own module.
+
+Each concern module exposes a `typer.Typer` (or plain commands) and is registered below by one line.
+"""
 
 import typer
 
@@ -11,6 +14,9 @@ def version() -> None:
     from xtune import __version__
 
     typer.echo(__version__)
+
+
+# Registration: one line per concern module (keep sorted).
 
 
 def main() -> None:
