@@ -25,11 +25,16 @@ setup: apt-deps $(VENV)/.installed $(BUILD)/include/vmlinux.h
 apt-deps:
 	@scripts/setup-apt.sh
 
+# flock: several builds in one tree must not run pip into the same environment at once.
 $(VENV)/.installed: pyproject.toml | apt-deps
+	flock $(TOP)/.venv.lock $(MAKE) --no-print-directory venv-install
+
+.PHONY: venv-install
+venv-install:
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
-	@touch $@
+	@if [ pyproject.toml -nt $(VENV)/.installed ]; then \
+		$(PY) -m pip install -q --upgrade pip && \
+		$(PY) -m pip install -q -e '.[dev]' && touch $(VENV)/.installed; fi
 
 $(BUILD)/include/vmlinux.h: | apt-deps
 	@mkdir -p $(dir $@)

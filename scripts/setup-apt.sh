@@ -15,5 +15,8 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 echo "setup: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+# flock: parallel setups wait for each other instead of failing on dpkg's lock.
+exec 9>/tmp/xtune-apt.lock
+flock 9
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
