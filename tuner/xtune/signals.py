@@ -1,0 +1,394 @@
+"""Signal frames from xobserve: decoding, catalog, and readers for shared memory and ZeroMQ.
+
+The byte layout is defined once, in `observers/include/xtune/signal.h`; this module decodes the
+same bytes for both transports.
+
+Public API
+----------
+`Frame`
+    One closed window: `seq`, `window_start_ns`, `window_end_ns`, `flags`, `dropped` (frames the
+    producer failed to publish so far), `values` (signal name -> float) and `empty` (names of
+    quantile items that had no sample in the window; their value is 0). `raw` keeps the exact
+    frame bytes (recordings and comparisons use them). `window_ns` and `replayed` are derived.
+`Catalog`
+    What the ids in a frame mean: `signals` (list of `SignalInfo(id, name, unit, kind, source)`),
+    `window_ns`, `pmu` ("available" | "unavailable"), lookups `by_id` / `by_name`,
+    `Catalog.from_json(bytes)` and `to_json()`.
+`decode_frame(data, catalog)` -> `Frame`
+    Raises `FrameError` naming what is wrong (magic, version, size). Ids the catalog does not know
+    are named "#<id>".
+`ShmFrameReader(name="xtune.signals")` and `ZmqFrameReader(endpoint="tcp://127.0.0.1:5557")`
+    Same interface (`FrameReader`):
+      - `poll(timeout=None) -> Frame | None`: the next frame in sequence order, or None when
+        `timeout` seconds passed without one (None waits forever).
+      - iteration yields frames forever; `frames(timeout)` yields until a poll times out.
+      - `catalog`: the latest catalog (None until one was seen; `poll` only returns frames once it
+        is known).
+      - `stats`: `ReaderStats(frames, lost, overruns, producer_dropped, restarts)`: `lost` counts
+        sequence gaps seen by this reader (overrun frames included), `overruns` the times the shm
+        producer lapped the reader, `producer_dropped` the producer's own counter from the latest
+        frame, `restarts` the times a new producer run (sequence going back) was detected.
+      - `close()`; both are context managers.
+    The shm reader starts at the newest frame (`from_start=True` starts at the oldest still in the
+    ring). It waits by spinning for `spin_s` seconds and then sleeping in short steps, so delivery
+    latency stays in the tens of microseconds without burning a core when the producer is idle.
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import struct
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+FRAME_MAGIC = 0x52465458  # "XTFR"
+FRAME_VERSION = 1
+FRAME_REPLAYED = 1 << 0
+ITEM_EMPTY = 1 << 0
+
+# struct xt_frame_header: magic u32, version u16, header_size u16, seq u64, window_start_ns u64,
+# window_end_ns u64, count u32, flags u32, dropped u64.
+_FRAME_HEADER = struct.Struct("<IHHQQQIIQ")
+_ITEM = struct.Struct("<IId")
+FRAME_HEADER_SIZE = _FRAME_HEADER.size
+
+RING_MAGIC = 0x47525458  # "XTRG"
+RING_VERSION = 1
+XT_RING_HEADER_SIZE = 4096
+# struct xt_ring_header: magic u32, version u16, header_size u16, slot_count u32, slot_size u32,
+# head u64, catalog_lock u64, catalog_offset u32, catalog_size u32, catalog_capacity u32,
+# producer_pid u32, window_ns u64, dropped u64.
+_RING_HEADER = struct.Struct("<IHHIIQQIIIIQQ")
+_RING_HEAD_OFF = 16
+_RING_CATALOG_LOCK_OFF = 24
+_RING_CATALOG_SIZE_OFF = 36
+_RING_PID_OFF = 44
+_RING_DROPPED_OFF = 56
+_U64 = struct.Struct("<Q")
+_U32 = struct.Struct("<I")
+# struct xt_ring_slot: lock u64, size u32, reserved u32; frame bytes follow.
+_SLOT = struct.Struct("<QII")
+
+TOPIC_FRAME = b"frame"
+TOPIC_CATALOG = b"catalog"
+
+
+class FrameError(ValueError):
+    """Bytes that are not a valid frame, catalog or ring."""
+
+
+@dataclass(frozen=True)
+class SignalInfo:
+    id: int
+    name: str
+    unit: str
+    kind: str  # counter | gauge | quantile
+    source: str
+
+
+@dataclass
+class Catalog:
+    signals: list[SignalInfo]
+    window_ns: int = 0
+    pmu: str = "unavailable"
+    version: int = 1
+    by_id: dict[int, SignalInfo] = field(init=False, repr=False)
+    by_name: dict[str, SignalInfo] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.by_id = {s.id: s for s in self.signals}
+        self.by_name = {s.name: s for s in self.signals}
+
+    @classmethod
+    def from_json(cls, data: bytes | str) -> Catalog:
+        try:
+            doc = json.loads(data)
+            signals = [
+                SignalInfo(int(s["id"]), str(s["name"]), str(s["unit"]), str(s["kind"]), str(s["source"]))
+                for s in doc["signals"]
+            ]
+            return cls(
+                signals, int(doc.get("window_ns", 0)), str(doc.get("pmu", "unavailable")), int(doc["version"])
+            )
+        except (ValueError, KeyError, TypeError) as e:
+            raise FrameError(f"bad catalog JSON: {e}") from e
+
+    def to_json(self) -> bytes:
+        doc = {
+            "version": self.version,
+            "window_ns": self.window_ns,
+            "pmu": self.pmu,
+            "signals": [s.__dict__ for s in self.signals],
+        }
+        return json.dumps(doc).encode()
+
+    def name_of(self, signal_id: int) -> str:
+        info = self.by_id.get(signal_id)
+        return info.name if info else f"#{signal_id}"
+
+
+@dataclass
+class Frame:
+    seq: int
+    window_start_ns: int
+    window_end_ns: int
+    flags: int
+    dropped: int
+    values: dict[str, float]
+    empty: set[str]
+    raw: bytes = field(default=b"", repr=False, compare=False)
+
+    @property
+    def window_ns(self) -> int:
+        return self.window_end_ns - self.window_start_ns
+
+    @property
+    def replayed(self) -> bool:
+        return bool(self.flags & FRAME_REPLAYED)
+
+
+def frame_header(data: bytes) -> tuple[int, int, int, int, int, int]:
+    """Validate a frame's header; return (seq, start_ns, end_ns, count, flags, dropped)."""
+    if len(data) < FRAME_HEADER_SIZE:
+        raise FrameError(f"frame of {len(data)} bytes is shorter than its {FRAME_HEADER_SIZE}-byte header")
+    magic, version, header_size, seq, start, end, count, flags, dropped = _FRAME_HEADER.unpack_from(data)
+    if magic != FRAME_MAGIC:
+        raise FrameError(f"bad frame magic {magic:#x} (expected {FRAME_MAGIC:#x})")
+    if version != FRAME_VERSION:
+        raise FrameError(f"unsupported frame version {version} (this reader knows {FRAME_VERSION})")
+    if header_size < FRAME_HEADER_SIZE or len(data) < header_size + count * _ITEM.size:
+        raise FrameError(f"frame truncated: {len(data)} bytes for header {header_size} and {count} items")
+    return seq, start, end, count, flags, dropped
+
+
+def decode_frame(data: bytes, catalog: Catalog | None) -> Frame:
+    """Decode one frame (the bytes of signal.h) and name its items with `catalog`."""
+    seq, start, end, count, flags, dropped = frame_header(data)
+    header_size = _FRAME_HEADER.unpack_from(data)[2]
+    values: dict[str, float] = {}
+    empty: set[str] = set()
+    for i in range(count):
+        sid, iflags, value = _ITEM.unpack_from(data, header_size + i * _ITEM.size)
+        name = catalog.name_of(sid) if catalog else f"#{sid}"
+        values[name] = value
+        if iflags & ITEM_EMPTY:
+            empty.add(name)
+    return Frame(seq, start, end, flags, dropped, values, empty, bytes(data))
+
+
+def encode_frame(
+    seq: int,
+    start_ns: int,
+    end_ns: int,
+    items: list[tuple[int, int, float]],
+    flags: int = 0,
+    dropped: int = 0,
+) -> bytes:
+    """Frame bytes from (id, item flags, value) items: the inverse of decode_frame."""
+    head = _FRAME_HEADER.pack(
+        FRAME_MAGIC, FRAME_VERSION, FRAME_HEADER_SIZE, seq, start_ns, end_ns, len(items), flags, dropped
+    )
+    return head + b"".join(_ITEM.pack(*it) for it in items)
+
+
+def with_flags(data: bytes, flags: int) -> bytes:
+    """The same frame bytes with `flags` ORed into the frame flags (e.g. FRAME_REPLAYED)."""
+    off = 36  # offset of `flags` in struct xt_frame_header
+    (old,) = _U32.unpack_from(data, off)
+    return data[:off] + _U32.pack(old | flags) + data[off + 4 :]
+
+
+@dataclass
+class ReaderStats:
+    frames: int = 0
+    lost: int = 0
+    overruns: int = 0
+    producer_dropped: int = 0
+    restarts: int = 0
+
+
+class FrameReader(ABC):
+    """Common part of both readers: sequence accounting and the iteration helpers."""
+
+    def __init__(self) -> None:
+        self.catalog: Catalog | None = None
+        self.stats = ReaderStats()
+        self._last_seq = 0
+
+    @abstractmethod
+    def poll(self, timeout: float | None = None) -> Frame | None: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def _account(self, frame: Frame) -> None:
+        if self._last_seq and frame.seq <= self._last_seq:
+            self.stats.restarts += 1
+        elif self._last_seq and frame.seq > self._last_seq + 1:
+            self.stats.lost += frame.seq - self._last_seq - 1
+        self._last_seq = frame.seq
+        self.stats.frames += 1
+        self.stats.producer_dropped = frame.dropped
+
+    def frames(self, timeout: float | None = None) -> Iterator[Frame]:
+        while (frame := self.poll(timeout)) is not None:
+            yield frame
+
+    def __iter__(self) -> Iterator[Frame]:
+        return self.frames(None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class ShmFrameReader(FrameReader):
+    """Reader of the single-producer shared-memory frame ring /dev/shm/<name>."""
+
+    def __init__(self, name: str = "xtune.signals", from_start: bool = False, spin_s: float = 0.0002) -> None:
+        super().__init__()
+        self.name = name
+        self.spin_s = spin_s
+        path = f"/dev/shm/{name}"
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError as e:
+            raise FileNotFoundError(f"{path}: no frame ring (is xobserve running with --shm {name}?)") from e
+        try:
+            self._map = mmap.mmap(fd, 0, prot=mmap.PROT_READ)
+        finally:
+            os.close(fd)
+        (
+            magic,
+            version,
+            _,
+            self.slot_count,
+            self.slot_size,
+            head,
+            _,
+            self._cat_off,
+            _,
+            self._cat_cap,
+            pid,
+            _,
+            _,
+        ) = _RING_HEADER.unpack_from(self._map)
+        if magic != RING_MAGIC or version != RING_VERSION:
+            self._map.close()
+            raise FrameError(f"{path}: not an xtune frame ring (magic {magic:#x}, version {version})")
+        self._pid = pid
+        self._catalog_lock = -1
+        self._next = max(1, head - self.slot_count + 2) if from_start else head + 1
+        self._refresh_catalog()
+
+    def _u64(self, off: int) -> int:
+        return _U64.unpack_from(self._map, off)[0]
+
+    @property
+    def head(self) -> int:
+        return self._u64(_RING_HEAD_OFF)
+
+    @property
+    def producer_pid(self) -> int:
+        return _U32.unpack_from(self._map, _RING_PID_OFF)[0]
+
+    def _refresh_catalog(self) -> None:
+        lock = self._u64(_RING_CATALOG_LOCK_OFF)
+        if lock == self._catalog_lock or lock & 1:
+            return
+        size = _U32.unpack_from(self._map, _RING_CATALOG_SIZE_OFF)[0]
+        data = self._map[self._cat_off : self._cat_off + min(size, self._cat_cap)]
+        if self._u64(_RING_CATALOG_LOCK_OFF) != lock:
+            return
+        self.catalog = Catalog.from_json(data)
+        self._catalog_lock = lock
+
+    def _try_read(self) -> Frame | None:
+        """One attempt at frame self._next; handles overruns and producer restarts."""
+        off = XT_RING_HEADER_SIZE + (self._next % self.slot_count) * self.slot_size
+        want = 2 * self._next
+        lock, size, _ = _SLOT.unpack_from(self._map, off)
+        if lock == want:
+            data = self._map[off + _SLOT.size : off + _SLOT.size + min(size, self.slot_size - _SLOT.size)]
+            if self._u64(off) == want:
+                self._next += 1
+                return decode_frame(data, self.catalog)
+            lock = self._u64(off)
+        head = self.head
+        if lock > want + 1 or head >= self._next + self.slot_count:
+            # Lapped by the producer: skip to the oldest frame that is safe to read.
+            resume = max(self._next + 1, head - self.slot_count // 2)
+            self.stats.overruns += 1
+            self.stats.lost += resume - self._next
+            self._last_seq = resume - 1
+            self._next = resume
+        elif head + 1 < self._next or self.producer_pid != self._pid:
+            self._pid = self.producer_pid
+            self._next = head + 1
+            self._last_seq = 0
+            self.stats.restarts += 1
+        return None
+
+    def poll(self, timeout: float | None = None) -> Frame | None:
+        start = time.monotonic()
+        while True:
+            self._refresh_catalog()
+            if self.catalog is not None:
+                frame = self._try_read()
+                if frame is not None:
+                    self._account(frame)
+                    return frame
+            waited = time.monotonic() - start
+            if timeout is not None and waited >= timeout:
+                return None
+            if waited > self.spin_s:
+                time.sleep(0.00005)
+
+    def close(self) -> None:
+        self._map.close()
+
+
+class ZmqFrameReader(FrameReader):
+    """Subscriber to xobserve's ZeroMQ PUB socket (topics "frame" and "catalog")."""
+
+    def __init__(self, endpoint: str = "tcp://127.0.0.1:5557", max_pending: int = 4096) -> None:
+        import zmq
+
+        super().__init__()
+        self.endpoint = endpoint
+        self._zmq = zmq
+        self._ctx = zmq.Context.instance()
+        self._sock = self._ctx.socket(zmq.SUB)
+        self._sock.setsockopt(zmq.RCVHWM, 100000)
+        self._sock.setsockopt(zmq.SUBSCRIBE, TOPIC_CATALOG)
+        self._sock.setsockopt(zmq.SUBSCRIBE, TOPIC_FRAME)
+        self._sock.connect(endpoint)
+        self._pending: list[bytes] = []
+        self._max_pending = max_pending
+
+    def poll(self, timeout: float | None = None) -> Frame | None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            if self.catalog is not None and self._pending:
+                frame = decode_frame(self._pending.pop(0), self.catalog)
+                self._account(frame)
+                return frame
+            wait_ms = -1 if deadline is None else max(0, int((deadline - time.monotonic()) * 1000))
+            if not self._sock.poll(wait_ms):
+                return None
+            topic, payload = self._sock.recv_multipart(copy=True)
+            if topic == TOPIC_CATALOG:
+                self.catalog = Catalog.from_json(payload)
+            elif topic == TOPIC_FRAME:
+                # Frames that arrive before the first catalog wait for it (it follows at once).
+                if len(self._pending) < self._max_pending:
+                    self._pending.append(payload)
+
+    def close(self) -> None:
+        self._sock.close(linger=0)
