@@ -1,0 +1,328 @@
+"""The scope table: what `xtune analyze` produces and every SIE engine (user and kernel) consumes.
+
+One table describes one binary (an executable or a relocatable object) and the perf-consts found in it.
+Per perf-const: where it is in the source, and for each critical span (one place where the constant
+enters the machine state): the function and offsets, the exact bytes the engine must find before it
+patches anything, the symbolic state expression IV = a*V + b (or a named non-linear form), the
+synthesized update, and the safe span ranges outside of which a transition may happen.
+
+Offsets are relative to the function; `vaddr` fields are ELF addresses (section-relative in a .o file).
+The JSON form is `ScopeTable.to_json()`; `ScopeTable.from_json()` validates and names the bad field.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+SCOPE_VERSION = 1
+
+TARGET_KINDS = ("register", "memory", "flags")
+FORMS = ("affine", "log2")  # IV = a*V + b, or IV = a*log2(V) + b (V a power of two)
+UPDATE_KINDS = ("single_write", "inverse", "dual_location")
+PATCH_KINDS = ("jump", "int3")
+RELOC_KINDS = ("knob_abs64", "rel32", "rip32")
+
+
+class ScopeError(ValueError):
+    """A scope table that is malformed; the message names the field (JSON path)."""
+
+
+@dataclass
+class SourceLocation:
+    file: str
+    line: int  # 0 when the constant was named as a macro/variable and not located
+    token: str
+
+
+@dataclass
+class BinaryId:
+    path: str
+    build_id: str  # hex of NT_GNU_BUILD_ID, "" when the binary has none
+    sha256: str  # of the whole file the table was derived from
+    elf_type: str  # "EXEC", "DYN" (PIE / shared object) or "REL" (object file)
+    load_vaddr: int  # lowest PT_LOAD p_vaddr, page aligned (0 for PIE and .o)
+
+
+@dataclass
+class StateExpr:
+    """How the constant reaches the state: IV = a*V + b (form affine) or a*log2(V) + b (form log2)."""
+
+    target: str  # register | memory | flags
+    location: str  # e.g. "eax", "dword ptr [rbp - 0x14]", "eflags"
+    form: str
+    a: int
+    b: int
+    width: int  # operand size in bytes; IV is truncated to it
+    text: str  # readable, e.g. "ecx = 1*V + -1"
+
+
+@dataclass
+class Reloc:
+    """A field of the trampoline the engine fills in at arm time."""
+
+    offset: int  # into Span.trampoline
+    kind: str  # knob_abs64: address of the slot's `applied`; rel32/rip32: to `target` (ELF vaddr)
+    target: int = 0
+
+
+@dataclass
+class Update:
+    kind: str  # single_write | inverse | dual_location (paper §3.4.2)
+    text: str  # the update in assembly, for people
+
+
+@dataclass
+class SafeRange:
+    start: int  # function-relative offsets, [start, end)
+    end: int
+
+
+@dataclass
+class Span:
+    """One critical span: the engine patches [vaddr, vaddr + len(expected)) with a jump or int3."""
+
+    function: str
+    section: str
+    func_vaddr: int
+    start: int  # function-relative, inclusive
+    end: int  # function-relative, exclusive; end - start == len(expected bytes)
+    expected: str  # hex of the original bytes of [start, end)
+    state: StateExpr
+    update: Update
+    patch: str  # jump (5-byte jmp to the trampoline) | int3 (ptrace fallback)
+    patch_reason: str  # why int3, "" for jump
+    trampoline: str  # hex: displaced code with the update; the engine appends `jmp end`
+    relocs: list[Reloc]
+    safe: list[SafeRange]
+    safe_reason: str  # how the safe span was bounded
+
+    @property
+    def vaddr(self) -> int:
+        return self.func_vaddr + self.start
+
+
+@dataclass
+class Refusal:
+    """A place where the constant changes the code but SIE cannot make the change safe."""
+
+    function: str
+    reason: str
+    detail: str = ""
+
+
+@dataclass
+class PerfConst:
+    name: str
+    source: SourceLocation
+    values: list[int]  # analyzed values; the first is the one compiled into `binary`
+    spans: list[Span]
+    refusals: list[Refusal]
+    constraint: str = ""  # extra condition on V (e.g. "power of two"), "" if none
+
+    @property
+    def tunable(self) -> bool:
+        return bool(self.spans) and not self.refusals
+
+
+@dataclass
+class ScopeTable:
+    binary: BinaryId
+    consts: list[PerfConst]
+    version: int = SCOPE_VERSION
+    tool: str = "xtune analyze"
+    analysis_seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=1)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> ScopeTable:
+        return _parse_table(data)
+
+    @classmethod
+    def from_json(cls, text: str) -> ScopeTable:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ScopeError(f"scope table is not JSON: line {e.lineno} column {e.colno}: {e.msg}") from e
+        return _parse_table(data)
+
+    def const(self, name: str) -> PerfConst:
+        for c in self.consts:
+            if c.name == name:
+                return c
+        known = ", ".join(c.name for c in self.consts) or "none"
+        raise ScopeError(f"no perf-const {name!r} in the scope table (it has: {known})")
+
+
+def load(path: str) -> ScopeTable:
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError as e:
+        raise ScopeError(f"{path}: {e.strerror}") from e
+    try:
+        return ScopeTable.from_json(text)
+    except ScopeError as e:
+        raise ScopeError(f"{path}: {e}") from e
+
+
+# --- validation: every field is checked for type, and the message says where it is ---
+
+
+def _obj(d: Any, where: str, keys: dict[str, type | tuple[type, ...]]) -> dict[str, Any]:
+    if not isinstance(d, dict):
+        raise ScopeError(f"{where}: expected an object, got {type(d).__name__}")
+    for k, t in keys.items():
+        if k not in d:
+            raise ScopeError(f"{where}.{k}: missing")
+        v = d[k]
+        ok = isinstance(v, t) and not (t is int and isinstance(v, bool))
+        if not ok:
+            raise ScopeError(f"{where}.{k}: expected {getattr(t, '__name__', t)}, got {type(v).__name__}")
+    return d
+
+
+def _choice(v: str, allowed: tuple[str, ...], where: str) -> str:
+    if v not in allowed:
+        raise ScopeError(f"{where}: {v!r} is not one of {', '.join(allowed)}")
+    return v
+
+
+def _hex(v: str, where: str) -> str:
+    try:
+        bytes.fromhex(v)
+    except ValueError as e:
+        raise ScopeError(f"{where}: not a hex byte string") from e
+    return v
+
+
+def _list(d: dict[str, Any], k: str, where: str) -> list[Any]:
+    v = d.get(k)
+    if not isinstance(v, list):
+        raise ScopeError(f"{where}.{k}: expected a list")
+    return v
+
+
+def _parse_span(d: Any, w: str) -> Span:
+    _obj(
+        d,
+        w,
+        {
+            "function": str,
+            "section": str,
+            "func_vaddr": int,
+            "start": int,
+            "end": int,
+            "expected": str,
+            "state": dict,
+            "update": dict,
+            "patch": str,
+            "patch_reason": str,
+            "trampoline": str,
+            "relocs": list,
+            "safe": list,
+            "safe_reason": str,
+        },
+    )
+    st = _obj(
+        d["state"],
+        w + ".state",
+        {"target": str, "location": str, "form": str, "a": int, "b": int, "width": int, "text": str},
+    )
+    _choice(st["target"], TARGET_KINDS, w + ".state.target")
+    _choice(st["form"], FORMS, w + ".state.form")
+    if st["width"] not in (1, 2, 4, 8):
+        raise ScopeError(f"{w}.state.width: {st['width']} is not 1, 2, 4 or 8")
+    up = _obj(d["update"], w + ".update", {"kind": str, "text": str})
+    _choice(up["kind"], UPDATE_KINDS, w + ".update.kind")
+    _choice(d["patch"], PATCH_KINDS, w + ".patch")
+    expected = _hex(d["expected"], w + ".expected")
+    if d["end"] - d["start"] != len(expected) // 2 or d["start"] < 0:
+        raise ScopeError(f"{w}: [start, end) = [{d['start']}, {d['end']}) does not match expected bytes")
+    if d["patch"] == "jump" and d["end"] - d["start"] < 5:
+        raise ScopeError(f"{w}: a jump patch needs at least 5 bytes, the span has {d['end'] - d['start']}")
+    tramp = _hex(d["trampoline"], w + ".trampoline")
+    relocs = []
+    for i, r in enumerate(d["relocs"]):
+        rw = f"{w}.relocs[{i}]"
+        _obj(r, rw, {"offset": int, "kind": str, "target": int})
+        _choice(r["kind"], RELOC_KINDS, rw + ".kind")
+        size = 8 if r["kind"] == "knob_abs64" else 4
+        if not 0 <= r["offset"] <= len(tramp) // 2 - size:
+            raise ScopeError(f"{rw}.offset: {r['offset']} is outside the trampoline")
+        relocs.append(Reloc(**r))
+    safe = []
+    for i, s in enumerate(d["safe"]):
+        _obj(s, f"{w}.safe[{i}]", {"start": int, "end": int})
+        if s["end"] <= s["start"]:
+            raise ScopeError(f"{w}.safe[{i}]: empty range")
+        safe.append(SafeRange(**s))
+    if not safe:
+        raise ScopeError(f"{w}.safe: a span needs at least one safe range")
+    return Span(
+        function=d["function"],
+        section=d["section"],
+        func_vaddr=d["func_vaddr"],
+        start=d["start"],
+        end=d["end"],
+        expected=expected,
+        state=StateExpr(**st),
+        update=Update(**up),
+        patch=d["patch"],
+        patch_reason=d["patch_reason"],
+        trampoline=tramp,
+        relocs=relocs,
+        safe=safe,
+        safe_reason=d["safe_reason"],
+    )
+
+
+def _parse_const(d: Any, w: str) -> PerfConst:
+    _obj(d, w, {"name": str, "source": dict, "values": list, "spans": list, "refusals": list, "constraint": str})
+    src = _obj(d["source"], w + ".source", {"file": str, "line": int, "token": str})
+    values = d["values"]
+    if len(values) < 2 or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        raise ScopeError(f"{w}.values: expected at least two integers")
+    refusals = []
+    for i, r in enumerate(d["refusals"]):
+        _obj(r, f"{w}.refusals[{i}]", {"function": str, "reason": str, "detail": str})
+        refusals.append(Refusal(**r))
+    spans = [_parse_span(s, f"{w}.spans[{i}]") for i, s in enumerate(d["spans"])]
+    return PerfConst(
+        name=d["name"],
+        source=SourceLocation(**src),
+        values=list(values),
+        spans=spans,
+        refusals=refusals,
+        constraint=d["constraint"],
+    )
+
+
+def _parse_table(d: Any) -> ScopeTable:
+    _obj(d, "$", {"version": int, "binary": dict, "consts": list})
+    if d["version"] != SCOPE_VERSION:
+        raise ScopeError(f"$.version: {d['version']} is not supported (this xtune reads {SCOPE_VERSION})")
+    b = _obj(
+        d["binary"],
+        "$.binary",
+        {"path": str, "build_id": str, "sha256": str, "elf_type": str, "load_vaddr": int},
+    )
+    consts = [_parse_const(c, f"$.consts[{i}]") for i, c in enumerate(d["consts"])]
+    names = [c.name for c in consts]
+    if len(set(names)) != len(names):
+        raise ScopeError("$.consts: perf-const names must be unique")
+    return ScopeTable(
+        binary=BinaryId(**b),
+        consts=consts,
+        version=d["version"],
+        tool=str(d.get("tool", "")),
+        analysis_seconds=float(d.get("analysis_seconds", 0.0)),
+        notes=[str(n) for n in d.get("notes", [])],
+    )
