@@ -1,0 +1,115 @@
+"""From builds of one unit to the scope table: diff, lift, place spans, synthesize, slice."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from xtune.analysis.build import build_variants
+from xtune.analysis.differ import FunctionDiff, diff_functions
+from xtune.analysis.elfcode import ElfCode
+from xtune.analysis.lift import Unsupported, lift
+from xtune.analysis.scope import (
+    BinaryId,
+    PerfConst,
+    Refusal,
+    SafeRange,
+    ScopeTable,
+    SourceLocation,
+    Span,
+    StateExpr,
+    Update,
+)
+from xtune.analysis.spans import place, safe_span, start_location
+from xtune.analysis.spec import Spec
+from xtune.analysis.synth import SynthError, relocated, seed_piece, trampoline
+
+
+def analyze(spec: Spec) -> ScopeTable:
+    """Build with every value of the spec and derive the scope table of the first build."""
+    t0 = time.monotonic()
+    outputs = build_variants(spec)
+    src = SourceLocation(str(spec.source), spec.line, spec.constant)
+    table = analyze_binaries(outputs, spec.values, spec.constant, src, spec.function_filter)
+    table.analysis_seconds = round(time.monotonic() - t0, 3)
+    return table
+
+
+def analyze_binaries(
+    paths: list[Path], values: list[int], name: str, source: SourceLocation, only: str = ""
+) -> ScopeTable:
+    """Scope table for `name` from builds `paths` (same unit, constant = `values[i]` in paths[i])."""
+    t0 = time.monotonic()
+    codes = [ElfCode(p) for p in paths]
+    const = PerfConst(name, source, list(values), [], [])
+    for d in diff_functions(codes, only):
+        _function(d, codes[0], values, const)
+    if not const.spans and not const.refusals:
+        const.refusals.append(Refusal("", "no function's code depends on the constant in these builds"))
+    if any(s.state.form == "log2" for s in const.spans):
+        const.constraint = "power of two"
+    first = codes[0]
+    binary = BinaryId(str(first.path), first.build_id, first.sha256, first.elf_type, first.load_vaddr)
+    return ScopeTable(binary, [const], analysis_seconds=round(time.monotonic() - t0, 3))
+
+
+def _function(d: FunctionDiff, code: ElfCode, values: list[int], const: PerfConst) -> None:
+    if d.shape_error:
+        const.refusals.append(Refusal(d.name, "code shape depends on the constant", d.shape_error))
+        return
+    fn = code.functions[d.name]
+    covered: set[int] = set()
+    seeds = {s.index: s for s in d.seeds}
+    for seed in d.seeds:
+        if seed.index in covered:
+            continue
+        ins = d.insns[seed.index]
+        try:
+            span = _span(d, fn.vaddr, fn.section, seed.index, seeds, values)
+        except (Unsupported, SynthError) as e:
+            const.refusals.append(Refusal(d.name, str(e), f"+{ins.off:#x}: {ins.mnemonic} {ins.op_str}"))
+            continue
+        covered |= {i.index for i in d.insns if span.start <= i.off < span.end}
+        const.spans.append(span)
+
+
+def _span(d: FunctionDiff, vaddr: int, section: str, first: int, seeds: dict, values: list[int]) -> Span:  # type: ignore[type-arg]
+    insns = d.insns
+    where = place(insns, first, vaddr)
+    lifted = lift(insns[first], seeds[first], values)
+    pieces = []
+    texts = []
+    exprs = []
+    for k in range(where.first, where.last + 1):
+        if k in seeds:
+            lk = lifted if k == first else lift(insns[k], seeds[k], values)
+            exprs.append(lk.text)
+            code, relocs, text = seed_piece(lk, insns[k])
+            pieces.append((code, relocs))
+            texts.append(text)
+        else:
+            pieces.append(relocated(insns[k]))
+    code, relocs = trampoline(pieces)
+    start, end = insns[where.first].off, insns[where.last].off + insns[where.last].size
+    loc = start_location(lifted.target, lifted.location, insns[first])
+    if "<memory>" in loc:
+        ranges, reason = [(0, insns[-1].off + insns[-1].size)], "the constant is stored to non-stack memory: whole function"
+    else:
+        ranges, reason = safe_span(insns, where.first, where.last, loc, vaddr)
+    raw = b"".join(i.raw for i in insns[where.first : where.last + 1])
+    return Span(
+        function=d.name,
+        section=section,
+        func_vaddr=vaddr,
+        start=start,
+        end=end,
+        expected=raw.hex(),
+        state=StateExpr(lifted.target, lifted.location, lifted.form, lifted.a, lifted.b, lifted.width, "; ".join(exprs)),
+        update=Update(lifted.kind, " | ".join(texts)),
+        patch=where.patch,
+        patch_reason=where.reason,
+        trampoline=code.hex(),
+        relocs=relocs,
+        safe=[SafeRange(s, e) for s, e in ranges],
+        safe_reason=reason,
+    )

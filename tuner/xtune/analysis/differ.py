@@ -1,0 +1,75 @@
+"""Per-function diff of several builds of one unit: seed instructions, or why the shapes differ."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from xtune.analysis.disasm import Insn, disassemble
+from xtune.analysis.elfcode import ElfCode
+
+
+@dataclass
+class Seed:
+    index: int  # instruction index in the function (same in every build)
+    operand: str  # "imm" or "disp"
+    values: list[int]  # the operand in each build, in the order of the builds
+
+
+@dataclass
+class FunctionDiff:
+    name: str
+    insns: list[Insn]  # of the first build (the one the engine patches)
+    seeds: list[Seed] = field(default_factory=list)
+    shape_error: str = ""  # non-empty: the builds differ beyond operands
+
+
+def diff_functions(codes: list[ElfCode], only: str = "") -> list[FunctionDiff]:
+    """Functions whose code differs between the builds (by bytes, relocations masked)."""
+    first = codes[0]
+    pattern = re.compile(only) if only else None
+    out: list[FunctionDiff] = []
+    for name, fn in first.functions.items():
+        if pattern and not pattern.search(name):
+            continue
+        others = [c.functions.get(name) for c in codes[1:]]
+        if any(o is None for o in others):
+            out.append(FunctionDiff(name, [], shape_error="function is missing from a build"))
+            continue
+        masked = [_masked_bytes(f) for f in [fn, *others]]  # type: ignore[list-item]
+        if all(m == masked[0] for m in masked[1:]):
+            continue
+        listings = [disassemble(first, fn)] + [disassemble(c, c.functions[name]) for c in codes[1:]]
+        d = _compare(name, listings)
+        if d.seeds or d.shape_error:
+            out.append(d)
+    missing = [n for c in codes[1:] for n in c.functions if n not in first.functions]
+    for n in sorted(set(missing)):
+        if not pattern or pattern.search(n):
+            out.append(FunctionDiff(n, [], shape_error="function exists only in a non-original build"))
+    return out
+
+
+def _masked_bytes(fn) -> bytes:  # type: ignore[no-untyped-def]
+    return bytes(0 if i in fn.relocs else b for i, b in enumerate(fn.data))
+
+
+def _compare(name: str, listings: list[list[Insn]]) -> FunctionDiff:
+    base = listings[0]
+    d = FunctionDiff(name, base)
+    for other in listings[1:]:
+        if len(other) != len(base):
+            d.shape_error = f"instruction count differs ({len(base)} vs {len(other)}): the compiler chose other code"
+            return d
+        for a, b in zip(base, other, strict=True):
+            if a.key != b.key:
+                d.shape_error = f"at +{a.off:#x}: `{a.mnemonic} {a.op_str}` vs `{b.mnemonic} {b.op_str}`"
+                return d
+    for i, ins in enumerate(base):
+        for kind, get in (("imm", lambda n: n.imms), ("disp", lambda n: n.disps)):
+            cols = [get(lst[i]) for lst in listings]
+            for k in range(len(cols[0])):
+                vals = [c[k] for c in cols]
+                if any(v != vals[0] for v in vals[1:]):
+                    d.seeds.append(Seed(i, kind, vals))
+    return d  # no seeds: only addresses moved (the layout around the function changed)

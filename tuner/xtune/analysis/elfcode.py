@@ -1,0 +1,113 @@
+"""Functions of an x86-64 ELF file (executable, shared object or relocatable object) as bytes."""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from elftools.elf.elffile import ELFFile
+from elftools.elf.relocation import RelocationSection
+from elftools.elf.sections import NoteSection, SymbolTableSection
+
+SHF_EXECINSTR = 0x4
+
+
+@dataclass
+class Function:
+    name: str
+    section: str
+    vaddr: int  # ELF address (section-relative in a .o)
+    data: bytes
+    # Offsets (function-relative) of bytes that a relocation fills in, with the relocation's symbol.
+    relocs: dict[int, str] = field(default_factory=dict)
+
+    def masked(self, off: int, size: int) -> bool:
+        return any(o in self.relocs for o in range(off, off + size))
+
+
+class ElfCode:
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        raw = self.path.read_bytes()
+        self.sha256 = hashlib.sha256(raw).hexdigest()
+        with open(self.path, "rb") as f:
+            elf = ELFFile(f)
+            if elf["e_machine"] != "EM_X86_64":
+                raise ValueError(f"{self.path}: not an x86-64 ELF file ({elf['e_machine']})")
+            self.elf_type = {"ET_EXEC": "EXEC", "ET_DYN": "DYN", "ET_REL": "REL"}.get(elf["e_type"], "?")
+            loads = [s["p_vaddr"] for s in elf.iter_segments() if s["p_type"] == "PT_LOAD"]
+            self.load_vaddr = (min(loads) & ~0xFFF) if loads else 0
+            self.build_id = _build_id(elf)
+            self.functions: dict[str, Function] = {}
+            self._symbols: list[tuple[int, int, str]] = []  # (addr, size, name), any symbol with a size
+            self._read_functions(elf)
+        self._symbols.sort()
+        self._starts = [s[0] for s in self._symbols]
+
+    def _read_functions(self, elf: ELFFile) -> None:
+        symtab = elf.get_section_by_name(".symtab")
+        if not isinstance(symtab, SymbolTableSection):
+            raise ValueError(f"{self.path}: no symbol table (stripped?): cannot find functions")
+        rel = self.elf_type == "REL"
+        relocs_by_sec = _relocations(elf, symtab) if rel else {}
+        for sym in symtab.iter_symbols():
+            shndx = sym["st_shndx"]
+            if not isinstance(shndx, int) or not sym.name:
+                continue
+            sec = elf.get_section(shndx)
+            if sym["st_size"]:
+                self._symbols.append((sym["st_value"], sym["st_size"], sym.name))
+            if sym["st_info"]["type"] != "STT_FUNC" or not sym["st_size"]:
+                continue
+            if not sec["sh_flags"] & SHF_EXECINSTR:
+                continue
+            off = sym["st_value"] - (0 if rel else sec["sh_addr"])
+            data = sec.data()[off : off + sym["st_size"]]
+            fn_relocs = {
+                o - off: name
+                for o, name in relocs_by_sec.get(sec.name, {}).items()
+                if off <= o < off + sym["st_size"]
+            }
+            # Local functions of one name (static in different files) get a unique key.
+            key = sym.name if sym.name not in self.functions else f"{sym.name}@{sym['st_value']:x}"
+            self.functions[key] = Function(key, sec.name, sym["st_value"], data, fn_relocs)
+
+    def symbolize(self, addr: int) -> str:
+        """`name+off` for an address inside a sized symbol, else the raw address."""
+        i = bisect.bisect_right(self._starts, addr) - 1
+        if i >= 0:
+            start, size, name = self._symbols[i]
+            if addr < start + size:
+                return f"{name}+{addr - start}"
+        return f"{addr:#x}"
+
+
+def _build_id(elf: ELFFile) -> str:
+    for sec in elf.iter_sections():
+        if isinstance(sec, NoteSection):
+            for note in sec.iter_notes():
+                if note["n_type"] == "NT_GNU_BUILD_ID":
+                    return str(note["n_desc"])
+    return ""
+
+
+def _relocations(elf: ELFFile, symtab: SymbolTableSection) -> dict[str, dict[int, str]]:
+    """Per text section: every byte offset a relocation writes, with `symbol+addend`."""
+    out: dict[str, dict[int, str]] = {}
+    for sec in elf.iter_sections():
+        if not isinstance(sec, RelocationSection):
+            continue
+        target = elf.get_section(sec["sh_info"])
+        if not target["sh_flags"] & SHF_EXECINSTR:
+            continue
+        m = out.setdefault(target.name, {})
+        for r in sec.iter_relocations():
+            sym = symtab.get_symbol(r["r_info_sym"])
+            name = sym.name or elf.get_section(sym["st_shndx"]).name if sym else "?"
+            addend = r["r_addend"] if r.is_RELA() else 0
+            size = 8 if r["r_info_type"] in (1, 24) else 4  # R_X86_64_64, R_X86_64_PC64
+            for o in range(r["r_offset"], r["r_offset"] + size):
+                m[o] = f"{name}{addend:+d}"
+    return out
