@@ -38,12 +38,13 @@ struct xrtd_knob {
 	int64_t min, max, step;
 	char enum_values[XRTD_ENUM_MAX][XRTD_ENUM_LEN]; /* XT_KNOB_ENUM: value = index */
 	int enum_count;
-	int64_t original; /* found on the system at registration (or replayed from the journal) */
-	int64_t applied;  /* what the system runs with now */
-	int64_t good;	  /* last known-good value (lease expiry target) */
-	bool armed;	  /* journaled as changed: must be restored on exit */
-	bool kept;	  /* told to keep its value on exit */
-	void *priv;	  /* backend state, set by validate(), freed by release() */
+	int64_t original;  /* found on the system at registration (or replayed from the journal) */
+	int64_t applied;   /* what the system runs with now */
+	int64_t good;	   /* last known-good value (lease expiry target) */
+	bool armed;	   /* journaled as changed: must be restored on exit */
+	bool kept;	   /* told to keep its value on exit */
+	uint64_t seen_gen; /* the shared slot desired_gen last acted on */
+	void *priv;	   /* backend state, set by validate(), freed by release() */
 };
 
 struct xrtd_backend {
@@ -80,6 +81,9 @@ int xrtd_knob_parse(const struct xrtd_knob *k, const char *text, int64_t *value,
 		    char err[XRTD_ERR_LEN]);
 /* Knob value → text to write into a file. */
 int xrtd_knob_format(const struct xrtd_knob *k, int64_t value, char *buf, size_t len);
+/* Read a small text file (trailing newline stripped) / write one; errors name the path. */
+int xrtd_read_file(const char *path, char *buf, size_t len, char err[XRTD_ERR_LEN]);
+int xrtd_write_file(const char *path, const char *text, char err[XRTD_ERR_LEN]);
 /* Is `subject` allowed by the --allow patterns given for `backend` (fnmatch globs)? */
 bool xrtd_allowed(const char *backend, const char *subject);
 

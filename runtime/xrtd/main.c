@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: MIT
+/*
+ * xrtd: the knob runtime daemon. Owns the shared knob table and the control socket, applies
+ * values through backends, journals before every change and restores the originals on exit,
+ * SIGTERM, lease expiry and (by journal replay on start) after a crash.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "xrtd.h"
+
+struct xrtd xrtd = {
+	.opt = {.socket_path = "/run/xtune/xrtd.sock",
+		.state_dir = "/var/lib/xtune",
+		.shm_name = "xtune.knobs",
+		.lease_action = LEASE_TO_GOOD,
+		.poll_us = 1000},
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+};
+
+uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: xrtd [--socket PATH] [--state-dir DIR] [--shm NAME]\n"
+		   "            [--allow BACKEND:GLOB]... [--lease-action good|original]\n"
+		   "            [--poll-us N]\n"
+		   "Applies knob values with journal, lease and rollback (runtime/README.md).\n");
+}
+
+static int parse_args(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"socket", required_argument, NULL, 's'},
+		{"state-dir", required_argument, NULL, 'd'},
+		{"shm", required_argument, NULL, 'm'},
+		{"allow", required_argument, NULL, 'a'},
+		{"lease-action", required_argument, NULL, 'l'},
+		{"poll-us", required_argument, NULL, 'p'},
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	char err[XRTD_ERR_LEN];
+	char *end;
+	long v;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			xrtd.opt.socket_path = optarg;
+			break;
+		case 'd':
+			xrtd.opt.state_dir = optarg;
+			break;
+		case 'm':
+			if (optarg[0] == '/' || strchr(optarg, '/') || !optarg[0]) {
+				fprintf(stderr, "xrtd: --shm %s: a name without '/'\n", optarg);
+				return -1;
+			}
+			xrtd.opt.shm_name = optarg;
+			break;
+		case 'a':
+			if (allow_add(optarg, err)) {
+				fprintf(stderr, "xrtd: %s\n", err);
+				return -1;
+			}
+			break;
+		case 'l':
+			if (!strcmp(optarg, "good")) {
+				xrtd.opt.lease_action = LEASE_TO_GOOD;
+			} else if (!strcmp(optarg, "original")) {
+				xrtd.opt.lease_action = LEASE_TO_ORIGINAL;
+			} else {
+				fprintf(stderr, "xrtd: --lease-action %s: good or original\n",
+					optarg);
+				return -1;
+			}
+			break;
+		case 'p':
+			v = strtol(optarg, &end, 10);
+			if (*end || v < 10 || v > 1000000) {
+				fprintf(stderr, "xrtd: --poll-us %s: 10..1000000\n", optarg);
+				return -1;
+			}
+			xrtd.opt.poll_us = v;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			return -1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "xrtd: unexpected argument '%s'\n", argv[optind]);
+		return -1;
+	}
+	return 0;
+}
+
+static int mkdirs(const char *path)
+{
+	char buf[4096];
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *p = buf + 1; *p; p++)
+		if (*p == '/') {
+			*p = 0;
+			if (mkdir(buf, 0700) && errno != EEXIST)
+				return -errno;
+			*p = '/';
+		}
+	if (mkdir(buf, 0700) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static int socket_dir(const char *path)
+{
+	char dir[4096], *slash;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return 0;
+	*slash = 0;
+	return mkdirs(dir);
+}
+
+int main(int argc, char **argv)
+{
+	char err[XRTD_ERR_LEN];
+	sigset_t mask;
+	int ret;
+
+	if (parse_args(argc, argv))
+		return 2;
+	/* Signals are taken from a signalfd by the control loop; no thread gets them async. */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &mask, NULL);
+
+	if ((ret = mkdirs(xrtd.opt.state_dir)) || (ret = socket_dir(xrtd.opt.socket_path))) {
+		fprintf(stderr, "xrtd: cannot create state/socket directory: %s\n", strerror(-ret));
+		return 1;
+	}
+	if (audit_open(xrtd.opt.state_dir, err) || journal_open(xrtd.opt.state_dir, err)) {
+		fprintf(stderr, "xrtd: %s\n", err);
+		return 1;
+	}
+	ret = table_create(xrtd.opt.shm_name);
+	if (ret) {
+		fprintf(stderr, "xrtd: /dev/shm/%s: %s\n", xrtd.opt.shm_name, strerror(-ret));
+		return 1;
+	}
+	if (control_listen(xrtd.opt.socket_path, err)) {
+		fprintf(stderr, "xrtd: %s\n", err);
+		table_destroy(xrtd.opt.shm_name);
+		return 1;
+	}
+	ret = watcher_start();
+	if (!ret) {
+		fprintf(stderr, "xrtd: ready, socket %s, table /dev/shm/%s, journal %s\n",
+			xrtd.opt.socket_path, xrtd.opt.shm_name, journal_path());
+		ret = control_run();
+	}
+	__atomic_store_n(&xrtd.stop, 1, __ATOMIC_RELEASE);
+	watcher_stop();
+	pthread_mutex_lock(&xrtd.lock);
+	knobs_restore_all("xrtd exiting");
+	for (int i = 0; i < XT_KNOB_MAX; i++)
+		if (xrtd.knobs[i])
+			knob_free(xrtd.knobs[i]);
+	pthread_mutex_unlock(&xrtd.lock);
+	control_close();
+	journal_close();
+	table_destroy(xrtd.opt.shm_name);
+	return ret ? 1 : 0;
+}
