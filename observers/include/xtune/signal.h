@@ -10,8 +10,8 @@
 
 #include <stdint.h>
 
-#define XT_FRAME_MAGIC 0x52465458u /* "XTFR" */
-#define XT_FRAME_VERSION 1
+#define XT_FRAME_MAGIC	   0x52465458u /* "XTFR" */
+#define XT_FRAME_VERSION   1
 #define XT_FRAME_MAX_ITEMS 1024
 
 /* Frame flags. */
@@ -28,17 +28,17 @@
 struct xt_frame_header {
 	uint32_t magic;
 	uint16_t version;
-	uint16_t header_size;     /* sizeof(struct xt_frame_header): readers skip future fields */
-	uint64_t seq;             /* 1, 2, 3, ... per producer run; a gap means frames were lost */
+	uint16_t header_size;	  /* sizeof(struct xt_frame_header): readers skip future fields */
+	uint64_t seq;		  /* 1, 2, 3, ... per producer run; a gap means frames were lost */
 	uint64_t window_start_ns; /* CLOCK_MONOTONIC */
-	uint64_t window_end_ns;   /* CLOCK_MONOTONIC */
-	uint32_t count;           /* number of struct xt_signal_item that follow */
-	uint32_t flags;           /* XT_FRAME_* */
-	uint64_t dropped;         /* frames the producer failed to publish so far (cumulative) */
+	uint64_t window_end_ns;	  /* CLOCK_MONOTONIC */
+	uint32_t count;		  /* number of struct xt_signal_item that follow */
+	uint32_t flags;		  /* XT_FRAME_* */
+	uint64_t dropped;	  /* frames the producer failed to publish so far (cumulative) */
 };
 
 struct xt_signal_item {
-	uint32_t id;    /* catalog id */
+	uint32_t id;	/* catalog id */
 	uint32_t flags; /* XT_ITEM_* */
 	double value;
 };
@@ -53,20 +53,20 @@ struct xt_signal_item {
  * 2 * seq once the frame is complete; a reader that finds 2 * seq larger than it expected was
  * overrun and counts the difference as lost.
  */
-#define XT_RING_MAGIC 0x47525458u /* "XTRG" */
-#define XT_RING_VERSION 1
+#define XT_RING_MAGIC	    0x47525458u /* "XTRG" */
+#define XT_RING_VERSION	    1
 #define XT_RING_HEADER_SIZE 4096
 
 struct xt_ring_header {
 	uint32_t magic;
 	uint16_t version;
-	uint16_t header_size; /* XT_RING_HEADER_SIZE */
-	uint32_t slot_count;  /* a power of two */
-	uint32_t slot_size;   /* bytes per slot, struct xt_ring_slot included */
-	uint64_t head;        /* seq of the newest complete frame; written after its slot */
-	uint64_t catalog_lock; /* seqlock over the catalog bytes: odd while rewritten */
+	uint16_t header_size;	 /* XT_RING_HEADER_SIZE */
+	uint32_t slot_count;	 /* a power of two */
+	uint32_t slot_size;	 /* bytes per slot, struct xt_ring_slot included */
+	uint64_t head;		 /* seq of the newest complete frame; written after its slot */
+	uint64_t catalog_lock;	 /* seqlock over the catalog bytes: odd while rewritten */
 	uint32_t catalog_offset; /* from the start of the mapping */
-	uint32_t catalog_size;   /* bytes of JSON actually used */
+	uint32_t catalog_size;	 /* bytes of JSON actually used */
 	uint32_t catalog_capacity;
 	uint32_t producer_pid;
 	uint64_t window_ns;
@@ -88,7 +88,7 @@ struct xt_ring_slot {
  *   "signals": [{"id": N, "name": "block.ops", "unit": "ops", "kind": "counter|gauge|quantile",
  *                "source": "tracepoint:block/block_rq_issue"}, ...]}
  */
-#define XT_ZMQ_TOPIC_FRAME "frame"
+#define XT_ZMQ_TOPIC_FRAME   "frame"
 #define XT_ZMQ_TOPIC_CATALOG "catalog"
 
 #endif /* XTUNE_SIGNAL_H */

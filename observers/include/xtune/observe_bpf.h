@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Types shared by the BPF side and the user side of every xobserve family.
+ *
+ * Each family keeps cumulative counters and log2 histograms in a per-CPU slot of its .bss
+ * (indexed by the CPU the program runs on, one cache line apart). The daemon reads the memory-
+ * mapped .bss once per window and takes the difference with the previous read: an event that
+ * lands while the window closes is counted in this window or the next, never lost, and reading
+ * costs no system call. Everything in a stats struct is a __u64 so that user space can sum
+ * and subtract them generically.
+ *
+ * The includer provides __u32/__u64 (vmlinux.h on the BPF side, <linux/types.h> in user space).
+ */
+#ifndef XTUNE_OBSERVE_BPF_H
+#define XTUNE_OBSERVE_BPF_H
+
+#define XT_MAX_CPUS   256
+#define XT_HIST_SLOTS 40 /* log2 buckets of nanoseconds (or of the family's unit): up to 2^40 */
+
+struct xt_hist {
+	__u64 slots[XT_HIST_SLOTS];
+};
+
+#define XT_PERCPU __attribute__((aligned(64)))
+
+#ifdef __BPF__
+/* floor(log2(v)) without loops, for the verifier. */
+static __always_inline __u32 xt_log2(__u64 v)
+{
+	__u32 r = 0, shift;
+
+	shift = (v > 0xffffffffULL) << 5;
+	v >>= shift;
+	r |= shift;
+	shift = (v > 0xffff) << 4;
+	v >>= shift;
+	r |= shift;
+	shift = (v > 0xff) << 3;
+	v >>= shift;
+	r |= shift;
+	shift = (v > 0xf) << 2;
+	v >>= shift;
+	r |= shift;
+	shift = (v > 0x3) << 1;
+	v >>= shift;
+	r |= shift;
+	r |= (v >> 1);
+	return r;
+}
+
+static __always_inline void xt_hist_add(struct xt_hist *h, __u64 v)
+{
+	__u32 slot = xt_log2(v);
+
+	if (slot >= XT_HIST_SLOTS)
+		slot = XT_HIST_SLOTS - 1;
+	__sync_fetch_and_add(&h->slots[slot], 1);
+}
+
+static __always_inline __u32 xt_cpu(void)
+{
+	return bpf_get_smp_processor_id() & (XT_MAX_CPUS - 1);
+}
+
+#define XT_ADD(field, v) __sync_fetch_and_add(&(field), (v))
+#endif /* __BPF__ */
+
+#endif /* XTUNE_OBSERVE_BPF_H */

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: GPL-2.0
+/* syscall family: system-call rate and latency of a target process (or command, or everyone). */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "xtune/observe_bpf.h"
+#include "syscall.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+const volatile __u32 target_tgid = 0;	  /* 0: any process */
+const volatile char target_comm[16] = {}; /* "": any command */
+const volatile __u32 self_tgid = 0;	  /* xobserve itself is never counted */
+
+struct syscall_stats stats[XT_MAX_CPUS];
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32); /* thread id */
+	__type(value, __u64);
+} entered_at SEC(".maps");
+
+static __always_inline bool wanted(__u32 tgid)
+{
+	char comm[16];
+	int i;
+
+	if (tgid == self_tgid || (target_tgid && tgid != target_tgid))
+		return false;
+	if (!target_comm[0])
+		return true;
+	bpf_get_current_comm(comm, sizeof(comm));
+	for (i = 0; i < 16; i++) {
+		if (comm[i] != target_comm[i])
+			return false;
+		if (!comm[i])
+			break;
+	}
+	return true;
+}
+
+SEC("raw_tp/sys_enter")
+int BPF_PROG(xo_sys_enter, struct pt_regs *regs, long id)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), now;
+	__u32 tid = pid_tgid;
+
+	if (!wanted(pid_tgid >> 32))
+		return 0;
+	now = bpf_ktime_get_ns();
+	bpf_map_update_elem(&entered_at, &tid, &now, BPF_ANY);
+	return 0;
+}
+
+SEC("raw_tp/sys_exit")
+int BPF_PROG(xo_sys_exit, struct pt_regs *regs, long ret)
+{
+	__u32 tid = bpf_get_current_pid_tgid();
+	struct syscall_stats *s;
+	__u64 *ts, now;
+
+	ts = bpf_map_lookup_elem(&entered_at, &tid);
+	if (!ts)
+		return 0;
+	now = bpf_ktime_get_ns();
+	s = &stats[xt_cpu()];
+	XT_ADD(s->calls, 1);
+	if (ret < 0)
+		XT_ADD(s->errors, 1);
+	if (now > *ts)
+		xt_hist_add(&s->latency_ns, now - *ts);
+	bpf_map_delete_elem(&entered_at, &tid);
+	return 0;
+}
