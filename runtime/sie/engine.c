@@ -1,0 +1,430 @@
+// SPDX-License-Identifier: MIT
+/* Arm and disarm: live-byte checks, the trampoline page, the knob mapping, quiescence, patching. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "xtune/knob.h"
+#include "sie.h"
+#include "target.h"
+
+#define PAGE	      4096ul
+#define STACK_SCAN    (64 * 1024)
+#define TRAMP_ALIGN   16
+#define NEAR_DISTANCE (1ul << 30) /* keep trampolines well inside rel32 reach of the text */
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* The load bias of the main executable: start of its offset-0 mapping minus its first PT_LOAD. */
+static int find_bias(pid_t pid, uint64_t load_vaddr, uint64_t *bias, char err[SIE_ERR_LEN])
+{
+	char path[64], exe[SIE_PATH_LEN], line[SIE_PATH_LEN + 128];
+	ssize_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	n = readlink(path, exe, sizeof(exe) - 1);
+	if (n < 0) {
+		snprintf(err, SIE_ERR_LEN, "pid %d: %s: %s", pid, path, strerror(errno));
+		return -1;
+	}
+	exe[n] = 0;
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "r");
+	if (!f) {
+		snprintf(err, SIE_ERR_LEN, "pid %d: no such process", pid);
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		uint64_t start, off;
+		char name[SIE_PATH_LEN] = "";
+
+		if (sscanf(line, "%lx-%*x %*s %lx %*s %*s %255s", &start, &off, name) >= 2 &&
+		    off == 0 && !strcmp(name, exe)) {
+			fclose(f);
+			*bias = start - load_vaddr;
+			return 0;
+		}
+	}
+	fclose(f);
+	snprintf(err, SIE_ERR_LEN, "pid %d: %s is not mapped", pid, exe);
+	return -1;
+}
+
+/* A free, page-aligned address within NEAR_DISTANCE below (or above) `near`. */
+static uint64_t find_gap(pid_t pid, uint64_t near, uint64_t size)
+{
+	uint64_t starts[4096], ends[4096], cand;
+	char path[64], line[512];
+	int n = 0, ok;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (n < 4096 && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx-%lx", &starts[n], &ends[n]) == 2)
+			n++;
+	fclose(f);
+	for (uint64_t d = 2 * 1024 * 1024; d < NEAR_DISTANCE; d += 2 * 1024 * 1024) {
+		for (int dir = 0; dir < 2; dir++) {
+			cand = dir ? near + d : near - d - size;
+			cand &= ~(PAGE - 1);
+			ok = cand > 0x10000;
+			for (int i = 0; i < n && ok; i++)
+				if (cand < ends[i] && cand + size > starts[i])
+					ok = 0;
+			if (ok)
+				return cand;
+		}
+	}
+	return 0;
+}
+
+static int in_ranges(const struct sie_plan *p, uint64_t bias, uint64_t a, const char **name)
+{
+	for (int i = 0; i < p->nspans; i++) {
+		const struct sie_span *sp = &p->spans[i];
+
+		/* Never stop a thread between the first and last byte of a patched span. */
+		if (a > sp->vaddr + bias && a < sp->vaddr + bias + sp->len) {
+			*name = sp->name;
+			return 1;
+		}
+		for (int k = 0; k < sp->nsafe; k++)
+			if (a >= sp->safe[k][0] + bias && a < sp->safe[k][1] + bias) {
+				*name = sp->name;
+				return 1;
+			}
+	}
+	return 0;
+}
+
+/*
+ * Is some thread inside a safe span (its pc, or a return address found by scanning its stack)
+ * or inside a trampoline? The stack scan is conservative: a stale word only causes a retry.
+ */
+static int busy(struct target *t, const struct sie_plan *p, const struct sie_state *s, char *why,
+		size_t whylen)
+{
+	static uint64_t stack[STACK_SCAN / 8];
+
+	for (int i = 0; i < t->nthreads; i++) {
+		struct user_regs_struct r;
+		const char *name = "";
+		size_t got;
+
+		if (t->threads[i].gone || target_regs(t, i, &r))
+			continue;
+		if (in_ranges(p, s->bias, r.rip, &name) ||
+		    (r.rip >= s->tramp_addr && r.rip < s->tramp_addr + s->tramp_size)) {
+			snprintf(why, whylen, "thread %d is at %#llx, inside a safe span of %s",
+				 t->threads[i].tid, r.rip, name[0] ? name : "(trampoline)");
+			return 1;
+		}
+		for (got = STACK_SCAN; got >= 4096; got /= 2)
+			if (!target_read(t, r.rsp & ~7ull, stack, got))
+				break;
+		for (size_t k = 0; got >= 4096 && k < got / 8; k++)
+			if (in_ranges(p, s->bias, stack[k], &name)) {
+				snprintf(why, whylen,
+					 "thread %d has a return address %#lx in a safe span of %s",
+					 t->threads[i].tid, stack[k], name);
+				return 1;
+			}
+	}
+	return 0;
+}
+
+/* Stop the world at a moment when no thread is in a safe span; resume and retry otherwise. */
+static int quiesce(struct target *t, const struct sie_plan *p, const struct sie_state *s,
+		   const struct sie_opts *o, char err[SIE_ERR_LEN])
+{
+	uint64_t deadline = now_ms() + (uint64_t)o->timeout_ms;
+	char why[256];
+	unsigned int tries = 0;
+
+	while (busy(t, p, s, why, sizeof(why))) {
+		if (now_ms() >= deadline) {
+			snprintf(err, SIE_ERR_LEN,
+				 "refused: %s for longer than %d ms (%u tries); nothing was changed",
+				 why, o->timeout_ms, tries);
+			return -1;
+		}
+		target_resume(t);
+		usleep(200 + (unsigned int)(rand() % 800));
+		if (target_stop(t, err))
+			return -1;
+		tries++;
+	}
+	return 0;
+}
+
+static int check_bytes(struct target *t, const struct sie_plan *p, uint64_t bias, int want_orig,
+		       char err[SIE_ERR_LEN])
+{
+	uint8_t live[SIE_MAX_BYTES];
+
+	for (int i = 0; i < p->nspans; i++) {
+		const struct sie_span *sp = &p->spans[i];
+
+		if (target_read(t, sp->vaddr + bias, live, (size_t)sp->len)) {
+			snprintf(err, SIE_ERR_LEN, "span of %s at %#lx: cannot read the live bytes",
+				 sp->name, sp->vaddr + bias);
+			return -1;
+		}
+		if (want_orig && memcmp(live, sp->expected, (size_t)sp->len)) {
+			char a[64] = "", b[64] = "";
+
+			for (int k = 0; k < sp->len && k < 12; k++) {
+				sprintf(a + 2 * k, "%02x", live[k]);
+				sprintf(b + 2 * k, "%02x", sp->expected[k]);
+			}
+			snprintf(err, SIE_ERR_LEN,
+				 "refused: span of %s at vaddr %#lx: live bytes %s differ from the scope "
+				 "table's %s (another build of the binary, or already patched)",
+				 sp->name, sp->vaddr, a, b);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void patch_bytes(const struct sie_span *sp, uint8_t *out)
+{
+	memset(out, 0xcc, (size_t)sp->len);
+	if (sp->patch == SIE_PATCH_JUMP) {
+		int32_t rel = (int32_t)(sp->tramp_live - (sp->live + 5));
+
+		out[0] = 0xe9;
+		memcpy(out + 1, &rel, 4);
+	}
+}
+
+/* Lay the trampolines out in one buffer, relocated for where they will live. */
+static uint64_t build_page(struct sie_plan *p, struct sie_state *s, uint8_t *page)
+{
+	uint64_t off = 0;
+
+	for (int i = 0; i < p->nspans; i++) {
+		struct sie_span *sp = &p->spans[i];
+		uint8_t *code = page + off;
+		int32_t back;
+
+		sp->live = sp->vaddr + s->bias;
+		sp->tramp_live = s->tramp_addr + off;
+		memcpy(code, sp->tramp, (size_t)sp->tramp_len);
+		for (int k = 0; k < sp->nrelocs; k++) {
+			const struct sie_reloc_ent *r = &sp->relocs[k];
+
+			if (r->kind == SIE_RELOC_KNOB) {
+				uint64_t a = s->knob_addr + XT_KNOB_SLOT_OFFSET(sp->slot) +
+					     __builtin_offsetof(struct xt_knob_slot, applied);
+				memcpy(code + r->offset, &a, 8);
+			} else {
+				int32_t rel = (int32_t)(r->target + s->bias -
+							(sp->tramp_live + r->offset + 4));
+				memcpy(code + r->offset, &rel, 4);
+			}
+		}
+		code[sp->tramp_len] = 0xe9; /* jmp back to the end of the span */
+		back = (int32_t)(sp->live + (uint64_t)sp->len -
+				 (sp->tramp_live + (uint64_t)sp->tramp_len + 5));
+		memcpy(code + sp->tramp_len + 1, &back, 4);
+		off += ((uint64_t)sp->tramp_len + 5 + TRAMP_ALIGN - 1) & ~(uint64_t)(TRAMP_ALIGN - 1);
+	}
+	return off;
+}
+
+static uint64_t page_bytes(const struct sie_plan *p)
+{
+	uint64_t n = 0;
+
+	for (int i = 0; i < p->nspans; i++)
+		n += ((uint64_t)p->spans[i].tramp_len + 5 + TRAMP_ALIGN - 1) & ~(TRAMP_ALIGN - 1ul);
+	return (n + PAGE - 1) & ~(PAGE - 1);
+}
+
+static void unmap_remote(struct target *t, struct sie_state *s)
+{
+	char ignore[SIE_ERR_LEN];
+
+	if (s->tramp_addr)
+		target_syscall(t, SYS_munmap, (long)s->tramp_addr, (long)s->tramp_size, 0, 0, 0, 0,
+			       ignore);
+	if (s->knob_addr)
+		target_syscall(t, SYS_munmap, (long)s->knob_addr, (long)s->knob_size, 0, 0, 0, 0,
+			       ignore);
+	s->tramp_addr = s->knob_addr = 0;
+}
+
+/* Map the knob table read-only into the target: open it there, mmap, close. */
+static int map_knobs(struct target *t, const struct sie_plan *p, struct sie_state *s,
+		     char err[SIE_ERR_LEN])
+{
+	struct user_regs_struct r;
+	uint64_t where;
+	long fd, addr;
+
+	if (target_regs(t, 0, &r))
+		return -1;
+	where = (r.rsp - 8192) & ~15ull; /* far below the red zone of the stopped thread */
+	if (target_write(t, where, p->knobs, strlen(p->knobs) + 1)) {
+		snprintf(err, SIE_ERR_LEN, "pid %d: cannot write to its stack", t->pid);
+		return -1;
+	}
+	fd = target_syscall(t, SYS_openat, AT_FDCWD, (long)where, O_RDONLY | O_CLOEXEC, 0, 0, 0,
+			    err);
+	if (fd < 0) {
+		snprintf(err, SIE_ERR_LEN, "pid %d cannot open the knob table %s: %s", t->pid,
+			 p->knobs, strerror((int)-fd));
+		return -1;
+	}
+	addr = target_syscall(t, SYS_mmap, 0, (long)p->knobs_size, PROT_READ, MAP_SHARED, fd, 0,
+			      err);
+	target_syscall(t, SYS_close, fd, 0, 0, 0, 0, 0, err);
+	if (addr < 0 && addr > -4096) {
+		snprintf(err, SIE_ERR_LEN, "pid %d: mmap of %s: %s", t->pid, p->knobs,
+			 strerror((int)-addr));
+		return -1;
+	}
+	s->knob_addr = (uint64_t)addr;
+	s->knob_size = p->knobs_size;
+	return 0;
+}
+
+static int map_trampolines(struct target *t, const struct sie_plan *p, struct sie_state *s,
+			   char err[SIE_ERR_LEN])
+{
+	uint64_t size = page_bytes(p), cand;
+	long addr;
+
+	for (int attempt = 0; attempt < 8; attempt++) {
+		cand = find_gap(t->pid, p->spans[0].vaddr + s->bias, size);
+		if (!cand)
+			break;
+		addr = target_syscall(t, SYS_mmap, (long)cand, (long)size, PROT_READ | PROT_EXEC,
+				      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0, err);
+		if (addr == (long)cand) {
+			s->tramp_addr = cand;
+			s->tramp_size = size;
+			return 0;
+		}
+		if (addr > 0)
+			target_syscall(t, SYS_munmap, addr, (long)size, 0, 0, 0, 0, err);
+	}
+	snprintf(err, SIE_ERR_LEN, "pid %d: no free address within 1 GiB of the text for trampolines",
+		 t->pid);
+	return -1;
+}
+
+static int spans_reachable(const struct sie_plan *p, const struct sie_state *s,
+			   char err[SIE_ERR_LEN])
+{
+	for (int i = 0; i < p->nspans; i++) {
+		int64_t d = (int64_t)(s->tramp_addr - (p->spans[i].vaddr + s->bias));
+
+		if (d > (1l << 31) - 65536 || d < -(1l << 31) + 65536) {
+			snprintf(err, SIE_ERR_LEN, "span of %s: trampoline out of rel32 reach",
+				 p->spans[i].name);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int sie_arm(pid_t pid, struct sie_plan *p, const struct sie_opts *o, struct sie_state *s,
+	    char err[SIE_ERR_LEN])
+{
+	static uint8_t page[SIE_MAX_SPANS * (SIE_MAX_BYTES + 32)];
+	static struct target t;
+	uint8_t patch[SIE_MAX_BYTES];
+	int i;
+
+	memset(s, 0, sizeof(*s));
+	s->pid = pid;
+	if (find_bias(pid, p->load_vaddr, &s->bias, err))
+		return -1;
+	if (target_attach(&t, pid, err))
+		return -1;
+	if (check_bytes(&t, p, s->bias, 1, err) || map_knobs(&t, p, s, err) ||
+	    map_trampolines(&t, p, s, err) || spans_reachable(p, s, err))
+		goto undo;
+	memset(page, 0xcc, sizeof(page));
+	build_page(p, s, page);
+	if (target_write(&t, s->tramp_addr, page, page_bytes(p))) {
+		snprintf(err, SIE_ERR_LEN, "pid %d: cannot write the trampoline page", pid);
+		goto undo;
+	}
+	if (quiesce(&t, p, s, o, err) || check_bytes(&t, p, s->bias, 1, err))
+		goto undo;
+	for (i = 0; i < p->nspans; i++) {
+		patch_bytes(&p->spans[i], patch);
+		if (target_write(&t, p->spans[i].live, patch, (size_t)p->spans[i].len))
+			break;
+	}
+	if (i < p->nspans) {
+		snprintf(err, SIE_ERR_LEN, "pid %d: writing span %d failed", pid, i);
+		while (i-- > 0)
+			target_write(&t, p->spans[i].live, p->spans[i].expected,
+				     (size_t)p->spans[i].len);
+		goto undo;
+	}
+	target_detach(&t);
+	return 0;
+undo:
+	if (!t.threads[0].gone)
+		unmap_remote(&t, s);
+	target_detach(&t);
+	return -1;
+}
+
+int sie_disarm(struct sie_plan *p, const struct sie_opts *o, struct sie_state *s,
+	       char err[SIE_ERR_LEN])
+{
+	static struct target t;
+	uint8_t live[SIE_MAX_BYTES], patch[SIE_MAX_BYTES];
+
+	if (target_attach(&t, s->pid, err))
+		return -1;
+	if (quiesce(&t, p, s, o, err))
+		goto fail;
+	build_page(p, s, (uint8_t[SIE_MAX_SPANS * (SIE_MAX_BYTES + 32)]){0});
+	for (int i = 0; i < p->nspans; i++) {
+		struct sie_span *sp = &p->spans[i];
+
+		patch_bytes(sp, patch);
+		if (target_read(&t, sp->live, live, (size_t)sp->len) ||
+		    (memcmp(live, patch, (size_t)sp->len) &&
+		     memcmp(live, sp->expected, (size_t)sp->len))) {
+			snprintf(err, SIE_ERR_LEN,
+				 "span of %s at %#lx holds neither our patch nor the original bytes: "
+				 "left as is",
+				 sp->name, sp->live);
+			goto fail;
+		}
+	}
+	for (int i = 0; i < p->nspans; i++)
+		target_write(&t, p->spans[i].live, p->spans[i].expected, (size_t)p->spans[i].len);
+	if (check_bytes(&t, p, s->bias, 1, err))
+		goto fail;
+	unmap_remote(&t, s);
+	target_detach(&t);
+	return 0;
+fail:
+	target_detach(&t);
+	return -1;
+}

@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: MIT
+/*
+ * xsie-user: the user-space SIE engine's command line (driven by `xtune sie`).
+ *
+ *   xsie-user arm    --pid PID --plan PLAN --state STATE [--timeout-ms N]
+ *   xsie-user disarm --plan PLAN --state STATE [--timeout-ms N]
+ *
+ * Exit status 0 on success; otherwise one line on stderr says what was refused and why, and the
+ * target is left running unpatched (arm) or as it was (disarm).
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sie.h"
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: xsie-user arm --pid PID --plan PLAN --state STATE [--timeout-ms N]\n"
+			"       xsie-user disarm --plan PLAN --state STATE [--timeout-ms N]\n");
+	exit(2);
+}
+
+static double ms_since(const struct timespec *a)
+{
+	struct timespec b;
+
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	return (double)(b.tv_sec - a->tv_sec) * 1e3 + (double)(b.tv_nsec - a->tv_nsec) / 1e6;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"pid", required_argument, 0, 'p'},	   {"plan", required_argument, 0, 'l'},
+		{"state", required_argument, 0, 's'},	   {"timeout-ms", required_argument, 0, 't'},
+		{"verbose", no_argument, 0, 'v'},	   {0, 0, 0, 0},
+	};
+	static struct sie_plan plan;
+	struct sie_opts o = {.timeout_ms = 2000};
+	const char *plan_path = NULL, *state_path = NULL;
+	struct sie_state st;
+	char err[SIE_ERR_LEN] = "";
+	struct timespec t0;
+	int pid = 0, c, rc;
+
+	if (argc < 2)
+		usage();
+	while ((c = getopt_long(argc - 1, argv + 1, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			pid = atoi(optarg);
+			break;
+		case 'l':
+			plan_path = optarg;
+			break;
+		case 's':
+			state_path = optarg;
+			break;
+		case 't':
+			o.timeout_ms = atoi(optarg);
+			break;
+		case 'v':
+			o.verbose = 1;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (!plan_path || !state_path)
+		usage();
+	srand((unsigned int)time(NULL));
+	if (sie_plan_read(plan_path, &plan, err)) {
+		fprintf(stderr, "xsie-user: %s\n", err);
+		return 1;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (!strcmp(argv[1], "arm")) {
+		if (pid <= 0)
+			usage();
+		rc = sie_arm(pid, &plan, &o, &st, err);
+		if (!rc && sie_state_write(state_path, &st, err)) {
+			sie_disarm(&plan, &o, &st, err);
+			rc = -1;
+		}
+	} else if (!strcmp(argv[1], "disarm")) {
+		rc = sie_state_read(state_path, &st, err);
+		if (!rc)
+			rc = sie_disarm(&plan, &o, &st, err);
+	} else {
+		usage();
+		return 2;
+	}
+	if (rc) {
+		fprintf(stderr, "xsie-user: %s\n", err);
+		return 1;
+	}
+	printf("%s pid %d spans %d in %.3f ms\n", argv[1], st.pid, plan.nspans, ms_since(&t0));
+	return 0;
+}

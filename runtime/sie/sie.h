@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The user-space SIE engine: patches the critical spans of a running, unmodified process so that
+ * each runs a trampoline reading its perf-const from a knob slot (Scoped Indirect Execution).
+ *
+ * A plan (text, written by `xtune sie` from the scope table) lists the spans; arming stops every
+ * thread, checks the live bytes, maps a trampoline page near the text and the knob table into the
+ * target, and patches the jumps only when no thread is inside a safe span. The state (addresses of
+ * the mappings, what was patched) is written so that disarm can restore the bytes exactly.
+ */
+#ifndef XTUNE_SIE_H
+#define XTUNE_SIE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#define SIE_ERR_LEN    512
+#define SIE_MAX_SPANS  64
+#define SIE_MAX_BYTES  256
+#define SIE_MAX_RELOCS 8
+#define SIE_MAX_SAFE   32
+#define SIE_PATH_LEN   256
+
+enum sie_patch { SIE_PATCH_JUMP, SIE_PATCH_INT3 };
+enum sie_reloc { SIE_RELOC_KNOB, SIE_RELOC_REL32 };
+
+struct sie_reloc_ent {
+	enum sie_reloc kind;
+	uint32_t offset;
+	uint64_t target; /* ELF vaddr (rel32) */
+};
+
+struct sie_span {
+	char name[64]; /* perf-const */
+	int slot;      /* knob slot */
+	uint64_t vaddr;
+	enum sie_patch patch;
+	uint8_t expected[SIE_MAX_BYTES];
+	int len;
+	uint8_t tramp[SIE_MAX_BYTES];
+	int tramp_len;
+	struct sie_reloc_ent relocs[SIE_MAX_RELOCS];
+	int nrelocs;
+	uint64_t safe[SIE_MAX_SAFE][2]; /* ELF vaddr ranges [start, end) */
+	int nsafe;
+	/* Filled at arm time. */
+	uint64_t live;	     /* bias + vaddr */
+	uint64_t tramp_live; /* where its trampoline starts in the target */
+};
+
+struct sie_plan {
+	char knobs[SIE_PATH_LEN]; /* knob table file, e.g. /dev/shm/xtune.knobs */
+	uint64_t knobs_size;
+	uint64_t load_vaddr;
+	struct sie_span spans[SIE_MAX_SPANS];
+	int nspans;
+};
+
+struct sie_state {
+	pid_t pid;
+	uint64_t bias;
+	uint64_t tramp_addr, tramp_size;
+	uint64_t knob_addr, knob_size;
+	pid_t server; /* int3 fallback: the process serving the breakpoints, 0 if none */
+};
+
+struct sie_opts {
+	int timeout_ms; /* give up waiting for threads to leave safe spans after this long */
+	int verbose;
+};
+
+int sie_plan_read(const char *path, struct sie_plan *p, char err[SIE_ERR_LEN]);
+int sie_state_read(const char *path, struct sie_state *s, char err[SIE_ERR_LEN]);
+int sie_state_write(const char *path, const struct sie_state *s, char err[SIE_ERR_LEN]);
+
+/* Arm every span of the plan in one transaction; on failure nothing stays patched or stopped. */
+int sie_arm(pid_t pid, struct sie_plan *p, const struct sie_opts *o, struct sie_state *s,
+	    char err[SIE_ERR_LEN]);
+/* Restore the original bytes of every span and unmap what arm mapped. */
+int sie_disarm(struct sie_plan *p, const struct sie_opts *o, struct sie_state *s,
+	       char err[SIE_ERR_LEN]);
+
+#endif /* XTUNE_SIE_H */

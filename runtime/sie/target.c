@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: MIT
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "target.h"
+
+static int known(struct target *t, pid_t tid)
+{
+	for (int i = 0; i < t->nthreads; i++)
+		if (t->threads[i].tid == tid)
+			return 1;
+	return 0;
+}
+
+/* Wait for one thread's stop; a signal that stops it instead is kept for later delivery. */
+static int wait_stopped(struct target *t, struct thread *th)
+{
+	int st;
+
+	for (;;) {
+		if (waitpid(th->tid, &st, __WALL) < 0) {
+			if (errno == EINTR)
+				continue;
+			th->gone = 1;
+			return -1;
+		}
+		if (WIFEXITED(st) || WIFSIGNALED(st)) {
+			th->gone = 1;
+			return -1;
+		}
+		if (!WIFSTOPPED(st))
+			continue;
+		if (st >> 16 == PTRACE_EVENT_STOP || WSTOPSIG(st) == SIGTRAP)
+			return 0;
+		/* Signal-delivery stop: the thread is stopped; deliver the signal when it resumes. */
+		th->pending_sig = WSTOPSIG(st);
+		return 0;
+	}
+	(void)t;
+}
+
+int target_attach(struct target *t, pid_t pid, char err[SIE_ERR_LEN])
+{
+	char path[64];
+	int added;
+
+	memset(t, 0, sizeof(*t));
+	t->pid = pid;
+	t->mem_fd = -1;
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	do {
+		DIR *d = opendir(path);
+		struct dirent *e;
+
+		if (!d) {
+			snprintf(err, SIE_ERR_LEN, "pid %d: no such process", pid);
+			target_detach(t);
+			return -1;
+		}
+		added = 0;
+		while ((e = readdir(d))) {
+			pid_t tid = atoi(e->d_name);
+			struct thread *th;
+
+			if (tid <= 0 || known(t, tid) || t->nthreads == TARGET_MAX_THREADS)
+				continue;
+			if (ptrace(PTRACE_SEIZE, tid, 0, 0))
+				continue; /* exited meanwhile */
+			th = &t->threads[t->nthreads++];
+			th->tid = tid;
+			ptrace(PTRACE_INTERRUPT, tid, 0, 0);
+			wait_stopped(t, th);
+			added++;
+		}
+		closedir(d);
+	} while (added);
+	if (!t->nthreads || t->threads[0].gone) {
+		snprintf(err, SIE_ERR_LEN, "pid %d: cannot attach (exited, or not permitted)", pid);
+		target_detach(t);
+		return -1;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
+	t->mem_fd = open(path, O_RDWR | O_CLOEXEC);
+	if (t->mem_fd < 0) {
+		snprintf(err, SIE_ERR_LEN, "%s: %s", path, strerror(errno));
+		target_detach(t);
+		return -1;
+	}
+	return 0;
+}
+
+int target_resume(struct target *t)
+{
+	for (int i = 0; i < t->nthreads; i++) {
+		struct thread *th = &t->threads[i];
+
+		if (!th->gone && ptrace(PTRACE_CONT, th->tid, 0, th->pending_sig))
+			th->gone = 1;
+		th->pending_sig = 0;
+	}
+	return 0;
+}
+
+int target_stop(struct target *t, char err[SIE_ERR_LEN])
+{
+	int live = 0;
+
+	for (int i = 0; i < t->nthreads; i++) {
+		struct thread *th = &t->threads[i];
+
+		if (th->gone)
+			continue;
+		ptrace(PTRACE_INTERRUPT, th->tid, 0, 0);
+		if (!wait_stopped(t, th))
+			live++;
+	}
+	if (!live || t->threads[0].gone) {
+		snprintf(err, SIE_ERR_LEN, "pid %d exited", t->pid);
+		return -1;
+	}
+	return 0;
+}
+
+void target_detach(struct target *t)
+{
+	for (int i = 0; i < t->nthreads; i++)
+		if (!t->threads[i].gone)
+			ptrace(PTRACE_DETACH, t->threads[i].tid, 0, t->threads[i].pending_sig);
+	t->nthreads = 0;
+	if (t->mem_fd >= 0)
+		close(t->mem_fd);
+	t->mem_fd = -1;
+}
+
+int target_read(struct target *t, uint64_t addr, void *buf, size_t len)
+{
+	return pread(t->mem_fd, buf, len, (off_t)addr) == (ssize_t)len ? 0 : -1;
+}
+
+int target_write(struct target *t, uint64_t addr, const void *buf, size_t len)
+{
+	return pwrite(t->mem_fd, buf, len, (off_t)addr) == (ssize_t)len ? 0 : -1;
+}
+
+int target_regs(struct target *t, int i, struct user_regs_struct *r)
+{
+	return ptrace(PTRACE_GETREGS, t->threads[i].tid, 0, r) ? -1 : 0;
+}
+
+long target_syscall(struct target *t, long nr, long a1, long a2, long a3, long a4, long a5,
+		    long a6, char err[SIE_ERR_LEN])
+{
+	static const uint8_t code[] = {0x0f, 0x05, 0xcc}; /* syscall; int3 */
+	struct user_regs_struct saved, r;
+	uint8_t orig[sizeof(code)];
+	struct thread *th = NULL;
+	long ret;
+	int st;
+
+	for (int i = 0; i < t->nthreads && !th; i++)
+		if (!t->threads[i].gone)
+			th = &t->threads[i];
+	if (!th || ptrace(PTRACE_GETREGS, th->tid, 0, &saved)) {
+		snprintf(err, SIE_ERR_LEN, "pid %d: no thread to run a system call", t->pid);
+		return -ESRCH;
+	}
+	if (target_read(t, saved.rip, orig, sizeof(orig)) ||
+	    target_write(t, saved.rip, code, sizeof(code))) {
+		snprintf(err, SIE_ERR_LEN, "pid %d: cannot write at %#llx", t->pid, saved.rip);
+		return -EFAULT;
+	}
+	r = saved;
+	r.rax = nr;
+	r.orig_rax = -1; /* not inside a system call: no restart logic on resume */
+	r.rdi = a1;
+	r.rsi = a2;
+	r.rdx = a3;
+	r.r10 = a4;
+	r.r8 = a5;
+	r.r9 = a6;
+	ret = -EIO;
+	if (!ptrace(PTRACE_SETREGS, th->tid, 0, &r) && !ptrace(PTRACE_CONT, th->tid, 0, 0)) {
+		for (;;) {
+			if (waitpid(th->tid, &st, __WALL) < 0 || WIFEXITED(st) || WIFSIGNALED(st)) {
+				th->gone = 1;
+				snprintf(err, SIE_ERR_LEN, "pid %d exited during a system call", t->pid);
+				return -ESRCH;
+			}
+			if (WIFSTOPPED(st) && WSTOPSIG(st) == SIGTRAP)
+				break;
+			if (WIFSTOPPED(st) && st >> 16 == 0) /* a signal: keep it, let the call run */
+				th->pending_sig = WSTOPSIG(st);
+			ptrace(PTRACE_CONT, th->tid, 0, 0);
+		}
+		if (!ptrace(PTRACE_GETREGS, th->tid, 0, &r))
+			ret = (long)r.rax;
+	}
+	target_write(t, saved.rip, orig, sizeof(orig));
+	ptrace(PTRACE_SETREGS, th->tid, 0, &saved);
+	if (ret < 0 && ret > -4096)
+		snprintf(err, SIE_ERR_LEN, "system call %ld in pid %d: %s", nr, t->pid, strerror(-ret));
+	return ret;
+}

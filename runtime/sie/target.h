@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/* A ptrace-stopped process: its threads, its memory, and system calls made on its behalf. */
+#ifndef XTUNE_SIE_TARGET_H
+#define XTUNE_SIE_TARGET_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/user.h>
+
+#include "sie.h"
+
+#define TARGET_MAX_THREADS 1024
+
+struct thread {
+	pid_t tid;
+	int pending_sig; /* a signal that arrived while stopped: delivered on resume/detach */
+	int gone;
+};
+
+struct target {
+	pid_t pid;
+	int mem_fd; /* /proc/pid/mem */
+	struct thread threads[TARGET_MAX_THREADS];
+	int nthreads;
+};
+
+/* Seize and stop every thread (including ones created meanwhile). */
+int target_attach(struct target *t, pid_t pid, char err[SIE_ERR_LEN]);
+int target_resume(struct target *t);
+int target_stop(struct target *t, char err[SIE_ERR_LEN]);
+void target_detach(struct target *t);
+
+int target_read(struct target *t, uint64_t addr, void *buf, size_t len);
+int target_write(struct target *t, uint64_t addr, const void *buf, size_t len);
+int target_regs(struct target *t, int i, struct user_regs_struct *r);
+
+/* A system call in the first live thread; returns the kernel's result (-errno on failure). */
+long target_syscall(struct target *t, long nr, long a1, long a2, long a3, long a4, long a5,
+		    long a6, char err[SIE_ERR_LEN]);
+
+#endif /* XTUNE_SIE_TARGET_H */

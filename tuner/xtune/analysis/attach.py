@@ -1,0 +1,229 @@
+"""Driving the user-space SIE engine (build/bin/xsie-user) from a scope table.
+
+Without xrtd, perf-consts get slots in a small knob table of their own (same layout as xrtd's,
+runtime/include/xtune/knob.h); `set` writes the slot's `applied`, which the trampolines read.
+Per attached pid a state folder keeps the plan, the engine's state and which slot is which.
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import struct
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from xtune import paths
+from xtune.analysis.scope import ScopeTable
+
+MAGIC, VERSION, HEADER, SLOT, NSLOTS = 0x544B5458, 1, 4096, 512, 256
+TABLE_SIZE = HEADER + SLOT * NSLOTS
+OFF_BACKEND, OFF_MIN, OFF_MAX, OFF_ORIGINAL = 256, 264, 272, 288
+OFF_SEQ, OFF_APPLIED, OFF_STATE = 448, 456, 472
+BACKEND_SIE_USER, STATE_REGISTERED, STATE_APPLIED = 4, 1, 3
+STATE_ROOT = Path(os.environ.get("XTUNE_SIE_STATE", "/run/xtune/sie"))
+
+
+class SieError(RuntimeError):
+    pass
+
+
+def plan_text(table: ScopeTable, slots: dict[str, int], knobs_path: str) -> str:
+    """The engine's plan: one line per span (see runtime/sie/plan.c)."""
+    lines = [f"knobs {knobs_path} {TABLE_SIZE:x}", f"load_vaddr {table.binary.load_vaddr:x}"]
+    for c in table.consts:
+        if c.name not in slots:
+            continue
+        for s in c.spans:
+            relocs = " ".join(
+                f"{'knob' if r.kind == 'knob_abs64' else 'rel32'} {r.offset} {r.target & (2**64 - 1):x}"
+                for r in s.relocs
+            )
+            safe = " ".join(f"{s.func_vaddr + r.start:x} {s.func_vaddr + r.end:x}" for r in s.safe)
+            lines.append(
+                f"span {c.name} {slots[c.name]} {s.vaddr:x} {s.patch} {s.expected} {s.trampoline}"
+                f" {len(s.relocs)} {relocs} {len(s.safe)} {safe}".replace("  ", " ")
+            )
+    return "\n".join(lines) + "\n"
+
+
+class KnobTable:
+    """A knob table file mapped read-write (standalone use, or xrtd's for reading)."""
+
+    def __init__(self, path: str, create: bool = False) -> None:
+        self.path = path
+        flags = os.O_RDWR | (os.O_CREAT if create else 0)
+        fd = os.open(path, flags, 0o600)
+        try:
+            if create and os.fstat(fd).st_size == 0:
+                os.ftruncate(fd, TABLE_SIZE)
+                self.mm = mmap.mmap(fd, TABLE_SIZE)
+                struct.pack_into("<IHHII", self.mm, 0, MAGIC, VERSION, HEADER, SLOT, NSLOTS)
+            else:
+                self.mm = mmap.mmap(fd, TABLE_SIZE)
+        finally:
+            os.close(fd)
+        magic, version = struct.unpack_from("<IH", self.mm, 0)
+        if magic != MAGIC or version != VERSION:
+            raise SieError(f"{path}: not an xtune knob table (magic {magic:#x}, version {version})")
+
+    def _base(self, slot: int) -> int:
+        return HEADER + slot * SLOT
+
+    def name(self, slot: int) -> str:
+        return bytes(self.mm[self._base(slot) : self._base(slot) + 64]).split(b"\0")[0].decode()
+
+    def register(self, name: str, original: int) -> int:
+        for slot in range(NSLOTS):
+            if not self.name(slot):
+                b = self._base(slot)
+                self.mm[b : b + SLOT] = bytes(SLOT)
+                self.mm[b : b + len(name)] = name.encode()
+                struct.pack_into("<I", self.mm, b + OFF_BACKEND, BACKEND_SIE_USER)
+                struct.pack_into("<qq", self.mm, b + OFF_MIN, -(2**63), 2**63 - 1)
+                struct.pack_into("<q", self.mm, b + OFF_ORIGINAL, original)
+                self.publish(slot, original, STATE_REGISTERED)
+                return slot
+        raise SieError(f"{self.path}: no free slot")
+
+    def free(self, slot: int) -> None:
+        b = self._base(slot)
+        self.mm[b : b + SLOT] = bytes(SLOT)
+
+    def applied(self, slot: int) -> int:
+        return struct.unpack_from("<q", self.mm, self._base(slot) + OFF_APPLIED)[0]
+
+    def publish(self, slot: int, value: int, state: int = STATE_APPLIED) -> None:
+        """Seqlock write of `applied`: the trampoline's aligned 8-byte load sees old or new."""
+        b = self._base(slot)
+        seq = struct.unpack_from("<Q", self.mm, b + OFF_SEQ)[0]
+        struct.pack_into("<Q", self.mm, b + OFF_SEQ, seq + 1 | 1)
+        struct.pack_into("<q", self.mm, b + OFF_APPLIED, value)
+        struct.pack_into("<I", self.mm, b + OFF_STATE, state)
+        struct.pack_into("<Q", self.mm, b + OFF_SEQ, (seq + 1 | 1) + 1)
+
+    def close(self) -> None:
+        self.mm.close()
+
+
+@dataclass
+class Attachment:
+    pid: int
+    dir: Path
+    scope: str
+    knobs: str
+    slots: dict[str, int]
+    own_table: bool
+
+    @classmethod
+    def load(cls, pid: int) -> Attachment:
+        d = STATE_ROOT / str(pid)
+        meta = d / "meta.json"
+        if not meta.exists():
+            raise SieError(f"pid {pid}: not attached (no {meta})")
+        m = json.loads(meta.read_text())
+        return cls(pid, d, m["scope"], m["knobs"], m["slots"], m["own_table"])
+
+    def save(self) -> None:
+        meta = {"scope": self.scope, "knobs": self.knobs, "slots": self.slots, "own_table": self.own_table}
+        (self.dir / "meta.json").write_text(json.dumps(meta, indent=1))
+
+
+def _engine(args: list[str], timeout: float = 60) -> str:
+    r = subprocess.run([str(paths.binary("xsie-user")), *args], capture_output=True, text=True, timeout=timeout)
+    if r.returncode != 0:
+        raise SieError(r.stderr.strip() or f"xsie-user exited {r.returncode}")
+    return r.stdout.strip()
+
+
+def _check_pid(pid: int) -> None:
+    if not Path(f"/proc/{pid}").exists():
+        raise SieError(f"pid {pid}: no such process")
+
+
+def attach(
+    pid: int,
+    table: ScopeTable,
+    scope_path: str,
+    names: list[str] | None = None,
+    knobs: str = "",
+    timeout_ms: int = 2000,
+) -> Attachment:
+    """Arm the perf-consts `names` (default: every tunable one) in one transaction."""
+    _check_pid(pid)
+    d = STATE_ROOT / str(pid)
+    if (d / "meta.json").exists():
+        raise SieError(f"pid {pid}: already attached ({d}); detach first")
+    consts = [table.const(n) for n in names] if names else [c for c in table.consts if c.tunable]
+    for c in consts:
+        if not c.tunable:
+            why = "; ".join(f"{r.function}: {r.reason}" for r in c.refusals) or "no spans"
+            raise SieError(f"{c.name} is not tunable: {why}")
+        int3 = [s for s in c.spans if s.patch != "jump"]
+        if int3:
+            s = int3[0]
+            raise SieError(
+                f"{c.name}: span in {s.function}+{s.start:#x} needs the int3 fallback ({s.patch_reason}),"
+                " which this engine build does not serve"
+            )
+    if not consts:
+        raise SieError("no tunable perf-const in the scope table")
+    d.mkdir(parents=True, exist_ok=True)
+    own = not knobs
+    knobs_path = knobs or f"/dev/shm/xtune.sie.{pid}"
+    tab = KnobTable(knobs_path, create=own)
+    slots = {c.name: tab.register(c.name, c.values[0]) for c in consts}
+    tab.close()
+    att = Attachment(pid, d, scope_path, knobs_path, slots, own)
+    (d / "plan").write_text(plan_text(table, slots, knobs_path))
+    try:
+        _engine(["arm", "--pid", str(pid), "--plan", str(d / "plan"), "--state", str(d / "state"),
+                 "--timeout-ms", str(timeout_ms)])  # fmt: skip
+    except Exception:
+        _cleanup(att)
+        raise
+    att.save()
+    return att
+
+
+def set_value(pid: int, name: str, value: int, constraint: str = "") -> None:
+    att = Attachment.load(pid)
+    if name not in att.slots:
+        raise SieError(f"pid {pid}: {name} is not attached (attached: {', '.join(att.slots)})")
+    if constraint == "power of two" and (value <= 0 or value & (value - 1)):
+        raise SieError(f"{name}: {value} is not a power of two (the compiler turned V into a shift)")
+    tab = KnobTable(att.knobs)
+    tab.publish(att.slots[name], value)
+    tab.close()
+
+
+def detach(pid: int, timeout_ms: int = 2000) -> None:
+    att = Attachment.load(pid)
+    if Path(f"/proc/{pid}").exists():
+        _engine(["disarm", "--plan", str(att.dir / "plan"), "--state", str(att.dir / "state"),
+                 "--timeout-ms", str(timeout_ms)])  # fmt: skip
+    _cleanup(att)
+
+
+def status(pid: int) -> dict[str, object]:
+    att = Attachment.load(pid)
+    tab = KnobTable(att.knobs)
+    values = {n: tab.applied(s) for n, s in att.slots.items()}
+    tab.close()
+    return {"pid": pid, "alive": Path(f"/proc/{pid}").exists(), "scope": att.scope, "knobs": att.knobs,
+            "values": values, "state": (att.dir / "state").read_text().strip()}  # fmt: skip
+
+
+def _cleanup(att: Attachment) -> None:
+    if att.own_table:
+        Path(att.knobs).unlink(missing_ok=True)
+    else:
+        tab = KnobTable(att.knobs)
+        for s in att.slots.values():
+            tab.free(s)
+        tab.close()
+    for f in ("plan", "state", "meta.json"):
+        (att.dir / f).unlink(missing_ok=True)
+    att.dir.rmdir()

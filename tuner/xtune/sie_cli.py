@@ -1,0 +1,94 @@
+"""`xtune analyze` and `xtune sie attach|set|detach|status`: Scoped Indirect Execution for processes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from xtune.analysis import attach as eng
+from xtune.analysis import scope as sc
+from xtune.analysis.build import BuildError
+from xtune.analysis.spec import SpecError
+
+app = typer.Typer()
+sie = typer.Typer(no_args_is_help=True, help="Retune compiled-in perf-consts of a running process.")
+app.add_typer(sie, name="sie")
+
+
+@app.command("analyze")
+def analyze(
+    spec: Path = typer.Argument(..., help="tunable spec (TOML)"),
+    output: Path = typer.Option(..., "-o", "--output", help="scope table to write (JSON)"),
+) -> None:
+    """Build with each value, diff, lift, and write the scope table; print spans and refusals."""
+    from xtune.analysis.builder import analyze as run
+    from xtune.analysis.spec import load_spec
+
+    try:
+        table = run(load_spec(spec))
+    except (SpecError, BuildError) as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from e
+    output.write_text(table.to_json())
+    for c in table.consts:
+        typer.echo(f"{c.name}: {len(c.spans)} span(s), {len(c.refusals)} refusal(s), {table.analysis_seconds} s")
+        for s in c.spans:
+            typer.echo(f"  span {s.function}+{s.start:#x}..{s.end:#x} [{s.patch}] {s.state.text} ({s.update.kind})")
+        for r in c.refusals:
+            typer.echo(f"  refused {r.function}: {r.reason} {r.detail}")
+    if not all(c.tunable for c in table.consts):
+        raise typer.Exit(1)
+
+
+def _fail(e: Exception) -> None:
+    typer.echo(f"error: {e}", err=True)
+    raise typer.Exit(1) from e
+
+
+@sie.command("attach")
+def attach_cmd(
+    pid: int = typer.Option(..., "--pid"),
+    scope: Path = typer.Option(..., "--scope", help="scope table from `xtune analyze`"),
+    const: list[str] = typer.Option(None, "--const", help="perf-consts to arm (default: all tunable)"),
+    knobs: str = typer.Option("", "--knobs", help="knob table file to use (default: a private one)"),
+    timeout_ms: int = typer.Option(2000, "--timeout-ms", help="give up if threads stay in safe spans"),
+) -> None:
+    """Arm the perf-consts of the scope table in process PID (one transaction)."""
+    try:
+        table = sc.load(str(scope))
+        att = eng.attach(pid, table, str(scope.resolve()), const or None, knobs, timeout_ms)
+    except (sc.ScopeError, eng.SieError, FileNotFoundError) as e:
+        _fail(e)
+    typer.echo(f"armed {', '.join(att.slots)} in pid {pid} (knobs {att.knobs})")
+
+
+@sie.command("set")
+def set_cmd(pid: int = typer.Option(..., "--pid"), name: str = typer.Argument(...), value: int = typer.Argument(...)) -> None:
+    """Give perf-const NAME the value VALUE in PID (effective at the next hit)."""
+    try:
+        att = eng.Attachment.load(pid)
+        constraint = sc.load(att.scope).const(name).constraint
+        eng.set_value(pid, name, value, constraint)
+    except (sc.ScopeError, eng.SieError) as e:
+        _fail(e)
+
+
+@sie.command("detach")
+def detach_cmd(pid: int = typer.Option(..., "--pid"), timeout_ms: int = typer.Option(2000, "--timeout-ms")) -> None:
+    """Restore the original bytes in PID and unmap the trampolines."""
+    try:
+        eng.detach(pid, timeout_ms)
+    except eng.SieError as e:
+        _fail(e)
+    typer.echo(f"detached from pid {pid}")
+
+
+@sie.command("status")
+def status_cmd(pid: int = typer.Option(..., "--pid")) -> None:
+    """What is armed in PID and the values in effect."""
+    try:
+        typer.echo(json.dumps(eng.status(pid), indent=1))
+    except eng.SieError as e:
+        _fail(e)
