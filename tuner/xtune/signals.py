@@ -392,3 +392,100 @@ class ZmqFrameReader(FrameReader):
 
     def close(self) -> None:
         self._sock.close(linger=0)
+
+
+class ShmFrameWriter:
+    """Producer of the shared-memory frame ring (what xobserve does in C; used by replay)."""
+
+    def __init__(self, name: str, catalog: bytes, slot_count: int = 1024, max_items: int = 1024) -> None:
+        if slot_count & (slot_count - 1):
+            raise ValueError(f"slot_count {slot_count} is not a power of two")
+        self.name = name
+        self.slot_count = slot_count
+        self.slot_size = (_SLOT.size + FRAME_HEADER_SIZE + max_items * _ITEM.size + 63) & ~63
+        self._cat_cap = 256 * 1024
+        self._cat_off = XT_RING_HEADER_SIZE + slot_count * self.slot_size
+        size = self._cat_off + self._cat_cap
+        fd = os.open(f"/dev/shm/{name}", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.ftruncate(fd, size)
+            self._map = mmap.mmap(fd, size)
+        finally:
+            os.close(fd)
+        _RING_HEADER.pack_into(
+            self._map, 0, 0, RING_VERSION, XT_RING_HEADER_SIZE, slot_count, self.slot_size, 0, 0,
+            self._cat_off, 0, self._cat_cap, os.getpid(), 0, 0,
+        )  # fmt: skip
+        self.set_catalog(catalog)
+        _U32.pack_into(self._map, 0, RING_MAGIC)
+
+    def set_catalog(self, catalog: bytes) -> None:
+        lock = _U64.unpack_from(self._map, _RING_CATALOG_LOCK_OFF)[0]
+        _U64.pack_into(self._map, _RING_CATALOG_LOCK_OFF, lock + 1)
+        data = catalog[: self._cat_cap]
+        self._map[self._cat_off : self._cat_off + len(data)] = data
+        _U32.pack_into(self._map, _RING_CATALOG_SIZE_OFF, len(data))
+        _U64.pack_into(self._map, _RING_CATALOG_LOCK_OFF, lock + 2)
+
+    def publish(self, frame: bytes) -> None:
+        seq, *_ = frame_header(frame)
+        if _SLOT.size + len(frame) > self.slot_size:
+            raise FrameError(f"frame of {len(frame)} bytes does not fit a {self.slot_size}-byte slot")
+        off = XT_RING_HEADER_SIZE + (seq % self.slot_count) * self.slot_size
+        _U64.pack_into(self._map, off, 2 * seq - 1)
+        self._map[off + _SLOT.size : off + _SLOT.size + len(frame)] = frame
+        _U32.pack_into(self._map, off + 8, len(frame))
+        _U64.pack_into(self._map, off, 2 * seq)
+        _U64.pack_into(self._map, _RING_HEAD_OFF, seq)
+        (dropped,) = _U64.unpack_from(frame, 40)
+        _U64.pack_into(self._map, _RING_DROPPED_OFF, dropped)
+
+    def close(self, unlink: bool = True) -> None:
+        self._map.close()
+        if unlink:
+            try:
+                os.unlink(f"/dev/shm/{self.name}")
+            except FileNotFoundError:
+                pass
+
+
+class ZmqFramePublisher:
+    """Publisher of ["frame", bytes] / ["catalog", json] like xobserve (used by replay).
+
+    Sends block rather than drop (XPUB_NODROP), so a replay never loses frames to a slow reader.
+    """
+
+    def __init__(self, endpoint: str, catalog: bytes) -> None:
+        import zmq
+
+        self._zmq = zmq
+        self._sock = zmq.Context.instance().socket(zmq.XPUB)
+        self._sock.setsockopt(zmq.XPUB_VERBOSE, 1)
+        self._sock.setsockopt(zmq.XPUB_NODROP, 1)
+        self._sock.setsockopt(zmq.SNDHWM, 100000)
+        self._sock.bind(endpoint)
+        self.catalog = catalog
+        self.endpoint = endpoint
+
+    def wait_subscriber(self, timeout: float) -> bool:
+        """Wait for one subscription (frames sent before anyone subscribed are gone)."""
+        if not self._sock.poll(int(timeout * 1000)):
+            return False
+        self._answer_subscriptions()
+        return True
+
+    def _answer_subscriptions(self) -> None:
+        while self._sock.poll(0):
+            if self._sock.recv()[:1] == b"\x01":
+                self._sock.send_multipart([TOPIC_CATALOG, self.catalog])
+
+    def set_catalog(self, catalog: bytes) -> None:
+        self.catalog = catalog
+        self._sock.send_multipart([TOPIC_CATALOG, catalog])
+
+    def publish(self, frame: bytes) -> None:
+        self._answer_subscriptions()
+        self._sock.send_multipart([TOPIC_FRAME, frame])
+
+    def close(self) -> None:
+        self._sock.close(linger=1000)
