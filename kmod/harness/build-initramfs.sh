@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# build-initramfs.sh KERNEL_ENV SPANS OUT.cpio.gz [TEST...]
+# A busybox initramfs with xsie.ko, the test load module, the guest tools and tests, the spans
+# file, and the distro modules the tests need (null_blk and its dependency configfs).
+# TEST names select guest/tests/*.sh files (default: all).
+set -euo pipefail
+kenv=$1 spans=$2 out=$3
+shift 3
+kmod=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD:-$kmod/../build}/kmod
+# shellcheck disable=SC1090
+. "$kenv"
+
+root=$(mktemp -d)
+trap 'rm -rf "$root"' EXIT
+mkdir -p "$root"/{bin,dev,proc,sys,tmp,xsie/bin,xsie/modules,xsie/tests}
+cp /bin/busybox "$root/bin/busybox"
+ln -s busybox "$root/bin/sh"
+cp "$kmod/guest/init" "$root/init"
+cp "$kmod/guest/lib.sh" "$root/xsie/"
+if [[ $# -eq 0 ]]; then
+	cp "$kmod"/guest/tests/*.sh "$root/xsie/tests/"
+else
+	for t in "$@"; do cp "$kmod/guest/tests/$t.sh" "$root/xsie/tests/"; done
+fi
+cp "$build/guest/xsiectl" "$build/guest/plugload" "$root/xsie/bin/"
+cp "$build/xsie.ko" "$build/xsie_testload.ko" "$root/xsie/modules/"
+cp "$KERNEL_MODULES/kernel/fs/configfs/configfs.ko" \
+	"$KERNEL_MODULES/kernel/drivers/block/null_blk/null_blk.ko" "$root/xsie/modules/"
+cp "$spans" "$root/xsie/spans.txt"
+chmod +x "$root/init"
+(cd "$root" && find . | cpio -o -H newc --quiet) | gzip -1 >"$out.tmp"
+mv "$out.tmp" "$out"

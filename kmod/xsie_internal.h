@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * xsie internals shared by the control device (xsie_main.c), the critical spans (xsie_span.c)
+ * and the transitions (xsie_transition.c).
+ */
+#ifndef XSIE_INTERNAL_H
+#define XSIE_INTERNAL_H
+
+#include <linux/atomic.h>
+#include <linux/kprobes.h>
+#include <linux/mutex.h>
+#include <linux/workqueue.h>
+
+#include "include/uapi/xsie.h"
+
+#define XSIE_MAX_SAFE 4 /* safe spans per const */
+
+struct xsie_const;
+struct xsie_safe;
+
+/* One critical span: a probe before the instruction that consumes the constant's state. */
+struct xsie_span {
+	struct kprobe kp;
+	struct xsie_const *c;
+	struct xsie_span_desc d;
+	unsigned long func_addr;
+};
+
+/* A probe at a safe span's entry or exit (global mode). */
+struct xsie_monitor {
+	struct kprobe kp;
+	struct xsie_safe *ss;
+};
+
+/* One safe span: a whole function, with monitors at its entry and exits during transitions. */
+struct xsie_safe {
+	struct xsie_const *c;
+	char func[XSIE_SYM_LEN];
+	unsigned long start, end;
+	u32 nexits;
+	u32 exits[XSIE_MAX_EXITS];
+	struct xsie_monitor entry;
+	struct xsie_monitor exit_kp[XSIE_MAX_EXITS];
+	struct kretprobe rp; /* per-thread mode */
+};
+
+/* A transaction: its consts switch together because their handlers test one flag. */
+struct xsie_group {
+	u32 id;
+	u32 mode;
+	int active;   /* the new values are in effect (read by handlers) */
+	int counting; /* global mode: monitors maintain `inside` */
+	atomic_long_t inside;
+	atomic64_t refcount_updates;
+	u64 t_start_ns, t_done_ns;
+	u32 n;
+	struct xsie_const *members[XSIE_TXN_MAX];
+	bool in_use;
+	bool monitors; /* entry/exit probes or kretprobes placed */
+};
+
+struct xsie_const {
+	u32 id;
+	u32 state; /* enum xsie_state */
+	u32 nspans, nsafe;
+	struct xsie_span spans[XSIE_MAX_SPANS];
+	struct xsie_safe safe[XSIE_MAX_SAFE];
+	struct xsie_group *group;
+	u64 __percpu *hits;
+	u64 __percpu *applied;
+	u64 __percpu *old_hits;
+};
+
+extern struct xsie_value_page *xsie_values;
+extern struct mutex xsie_lock;
+
+/* xsie_span.c */
+int xsie_symbols_init(void);
+int xsie_func_bounds(const char *func, unsigned long *start, unsigned long *size);
+unsigned long xsie_symbol(const char *name);
+int xsie_span_load(struct xsie_const *c, const struct xsie_span_desc *d);
+int xsie_safe_load(struct xsie_const *c, const struct xsie_safe_desc *d);
+int xsie_spans_register(struct xsie_const *c);
+void xsie_spans_unregister(struct xsie_const *c);
+void xsie_span_counts(struct xsie_const *c, u32 *optimized, u32 *int3);
+
+/* xsie_transition.c */
+extern struct xsie_group xsie_groups[XSIE_MAX_CONSTS];
+int xsie_task_in_new_span(struct xsie_group *g);
+int xsie_group_arm(struct xsie_group *g);
+void xsie_group_disarm(struct xsie_group *g);
+int xsie_transition_init(void);
+void xsie_transition_exit(void);
+
+#endif /* XSIE_INTERNAL_H */

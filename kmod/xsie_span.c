@@ -1,0 +1,330 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Critical spans: checking a span against the running kernel (kallsyms bounds, live bytes) and
+ * the kprobe handlers that apply the synthesized update to pt_regs.
+ */
+#define pr_fmt(fmt) "xsie: " fmt
+
+#include <linux/kallsyms.h>
+#include <linux/kprobes.h>
+#include <linux/math64.h>
+#include <linux/percpu.h>
+#include <linux/ptrace.h>
+#include <linux/string.h>
+#include <linux/uaccess.h>
+
+#include "xsie_internal.h"
+
+/* Neither is exported to modules; both are found once through a probe on the first. */
+static unsigned long (*xsie_lookup_name)(const char *name);
+static int (*xsie_lookup_size_offset)(unsigned long addr, unsigned long *size,
+				      unsigned long *offset);
+
+/* The register a span rewrites, as a slot of pt_regs. */
+static unsigned long *xsie_reg(struct pt_regs *regs, u32 reg)
+{
+	switch (reg) {
+	case XSIE_REG_AX:
+		return &regs->ax;
+	case XSIE_REG_BX:
+		return &regs->bx;
+	case XSIE_REG_CX:
+		return &regs->cx;
+	case XSIE_REG_DX:
+		return &regs->dx;
+	case XSIE_REG_SI:
+		return &regs->si;
+	case XSIE_REG_DI:
+		return &regs->di;
+	case XSIE_REG_BP:
+		return &regs->bp;
+	case XSIE_REG_R8:
+		return &regs->r8;
+	case XSIE_REG_R9:
+		return &regs->r9;
+	case XSIE_REG_R10:
+		return &regs->r10;
+	case XSIE_REG_R11:
+		return &regs->r11;
+	case XSIE_REG_R12:
+		return &regs->r12;
+	case XSIE_REG_R13:
+		return &regs->r13;
+	case XSIE_REG_R14:
+		return &regs->r14;
+	default:
+		return &regs->r15;
+	}
+}
+
+static s64 xsie_reg_get(unsigned long *r, u32 width)
+{
+	switch (width) {
+	case 16:
+		return (s16)*r;
+	case 32:
+		return (s32)*r;
+	default:
+		return (s64)*r;
+	}
+}
+
+/* Writes keep the architectural rules: a 32-bit write zero-extends, a 16-bit one merges. */
+static void xsie_reg_set(unsigned long *r, u32 width, s64 v)
+{
+	switch (width) {
+	case 16:
+		*r = (*r & ~0xffffUL) | (u16)v;
+		break;
+	case 32:
+		*r = (u32)v;
+		break;
+	default:
+		*r = v;
+	}
+}
+
+/* CMP spans: the offset applied by the pre-handler, undone by the post-handler on this CPU. */
+static DEFINE_PER_CPU(s64, xsie_cmp_delta);
+
+static int xsie_span_pre(struct kprobe *p, struct pt_regs *regs)
+{
+	struct xsie_span *s = container_of(p, struct xsie_span, kp);
+	struct xsie_const *c = s->c;
+	struct xsie_group *g = READ_ONCE(c->group);
+	const struct xsie_span_desc *d = &s->d;
+	unsigned long *r = xsie_reg(regs, d->reg);
+	s64 v, iv, iv0;
+
+	this_cpu_inc(*c->hits);
+	this_cpu_write(xsie_cmp_delta, 0);
+	if (!g || !READ_ONCE(g->active))
+		return 0;
+	if (g->mode == XSIE_MODE_PER_THREAD && !xsie_task_in_new_span(g)) {
+		this_cpu_inc(*c->old_hits);
+		return 0;
+	}
+	v = READ_ONCE(xsie_values->value[c->id]);
+	iv = d->a * v + d->b;
+	iv0 = d->a * d->v0 + d->b;
+	switch (d->update) {
+	case XSIE_UPD_SET:
+		xsie_reg_set(r, d->width, iv);
+		break;
+	case XSIE_UPD_SCALE:
+		xsie_reg_set(r, d->width, div64_s64(xsie_reg_get(r, d->width) * iv, iv0));
+		break;
+	case XSIE_UPD_CMP:
+		this_cpu_write(xsie_cmp_delta, iv0 - iv);
+		xsie_reg_set(r, d->width, xsie_reg_get(r, d->width) + iv0 - iv);
+		break;
+	}
+	this_cpu_inc(*c->applied);
+	return 0;
+}
+
+/* Runs after the single-stepped cmp: flags are computed, the register gets its value back. */
+static void xsie_span_post(struct kprobe *p, struct pt_regs *regs, unsigned long flags)
+{
+	struct xsie_span *s = container_of(p, struct xsie_span, kp);
+	unsigned long *r = xsie_reg(regs, s->d.reg);
+	s64 delta = this_cpu_read(xsie_cmp_delta);
+
+	if (delta)
+		xsie_reg_set(r, s->d.width, xsie_reg_get(r, s->d.width) - delta);
+}
+
+int xsie_symbols_init(void)
+{
+	struct kprobe kp = {.symbol_name = "kallsyms_lookup_name"};
+	int ret;
+
+	ret = register_kprobe(&kp);
+	if (ret) {
+		pr_err("cannot locate kallsyms_lookup_name (%d)\n", ret);
+		return ret;
+	}
+	xsie_lookup_name = (void *)kp.addr;
+	unregister_kprobe(&kp);
+	xsie_lookup_size_offset = (void *)xsie_lookup_name("kallsyms_lookup_size_offset");
+	if (!xsie_lookup_size_offset) {
+		pr_err("cannot locate kallsyms_lookup_size_offset\n");
+		return -ENOENT;
+	}
+	return 0;
+}
+
+/**
+ * xsie_func_bounds - start and size of a kernel function, from kallsyms
+ * @func: symbol name
+ * @start: its address
+ * @size: its length in bytes
+ *
+ * Return: 0, or -ENOENT when @func is not a function start in kallsyms.
+ */
+int xsie_func_bounds(const char *func, unsigned long *start, unsigned long *size)
+{
+	unsigned long addr, off;
+
+	addr = xsie_lookup_name(func);
+	if (!addr || !xsie_lookup_size_offset(addr, size, &off) || off)
+		return -ENOENT;
+	*start = addr;
+	return 0;
+}
+
+/* The address of a symbol; used by the transitions for non-exported helpers. */
+unsigned long xsie_symbol(const char *name)
+{
+	return xsie_lookup_name(name);
+}
+
+/**
+ * xsie_span_load - check a critical span against the running kernel and add it to @c
+ * @c: the const (not armed)
+ * @d: the span as the scope table describes it
+ *
+ * Return: 0, -ENOENT (no such function), -ERANGE (span or probe outside the function),
+ * -EILSEQ (the live bytes differ: another build, or text already patched), -EINVAL (bad field),
+ * -ENOSPC (too many spans).
+ */
+int xsie_span_load(struct xsie_const *c, const struct xsie_span_desc *d)
+{
+	struct xsie_span *s;
+	unsigned long start, size;
+	u8 live[XSIE_MAX_BYTES];
+	int ret;
+
+	if (c->nspans >= XSIE_MAX_SPANS)
+		return -ENOSPC;
+	if (d->update < XSIE_UPD_SET || d->update > XSIE_UPD_CMP || d->reg >= XSIE_REG_COUNT ||
+	    (d->width != 16 && d->width != 32 && d->width != 64) || !d->nbytes ||
+	    d->nbytes > XSIE_MAX_BYTES)
+		return -EINVAL;
+	if (d->update == XSIE_UPD_SCALE && d->a * d->v0 + d->b == 0)
+		return -EINVAL;
+	if (strnlen(d->func, XSIE_SYM_LEN) == XSIE_SYM_LEN)
+		return -EINVAL;
+	ret = xsie_func_bounds(d->func, &start, &size);
+	if (ret) {
+		pr_warn("span refused: %s is not a kernel function\n", d->func);
+		return ret;
+	}
+	if ((u64)d->check_offset + d->nbytes > size || d->probe_offset < d->check_offset ||
+	    d->probe_offset >= d->check_offset + d->nbytes) {
+		pr_warn("span refused: %s+%#x..%#x (probe %#x) outside the function (size %#lx)\n",
+			d->func, d->check_offset, d->check_offset + d->nbytes, d->probe_offset,
+			size);
+		return -ERANGE;
+	}
+	if (copy_from_kernel_nofault(live, (void *)(start + d->check_offset), d->nbytes))
+		return -EFAULT;
+	if (memcmp(live, d->bytes, d->nbytes)) {
+		pr_warn("span refused: bytes at %s+%#x differ from the scope table (%*phN live)\n",
+			d->func, d->check_offset, d->nbytes, live);
+		return -EILSEQ;
+	}
+	s = &c->spans[c->nspans++];
+	memset(s, 0, sizeof(*s));
+	s->c = c;
+	s->d = *d;
+	s->func_addr = start;
+	return 0;
+}
+
+/**
+ * xsie_safe_load - add a safe span (a function and its exit instructions) to @c
+ * @c: the const (not armed)
+ * @d: the safe span
+ *
+ * Return: 0, -ENOENT, -ERANGE (an exit outside the function), -EINVAL, -ENOSPC.
+ */
+int xsie_safe_load(struct xsie_const *c, const struct xsie_safe_desc *d)
+{
+	struct xsie_safe *ss;
+	unsigned long start, size;
+	u32 i;
+
+	if (c->nsafe >= XSIE_MAX_SAFE)
+		return -ENOSPC;
+	if (!d->nexits || d->nexits > XSIE_MAX_EXITS ||
+	    strnlen(d->func, XSIE_SYM_LEN) == XSIE_SYM_LEN)
+		return -EINVAL;
+	if (xsie_func_bounds(d->func, &start, &size)) {
+		pr_warn("safe span refused: %s is not a kernel function\n", d->func);
+		return -ENOENT;
+	}
+	for (i = 0; i < d->nexits; i++) {
+		if (!d->exits[i] || d->exits[i] >= size) {
+			pr_warn("safe span refused: exit %s+%#x outside the function (size %#lx)\n",
+				d->func, d->exits[i], size);
+			return -ERANGE;
+		}
+	}
+	ss = &c->safe[c->nsafe++];
+	memset(ss, 0, sizeof(*ss));
+	ss->c = c;
+	strscpy(ss->func, d->func, sizeof(ss->func));
+	ss->start = start;
+	ss->end = start + size;
+	ss->nexits = d->nexits;
+	memcpy(ss->exits, d->exits, sizeof(ss->exits));
+	return 0;
+}
+
+/**
+ * xsie_spans_register - place the probes of every critical span of @c
+ * @c: the const
+ *
+ * The handlers do nothing until the const's group is active, so placing them changes nothing.
+ * Return: 0 or the first kprobe error (probes already placed are removed again).
+ */
+int xsie_spans_register(struct xsie_const *c)
+{
+	u32 i;
+	int ret;
+
+	for (i = 0; i < c->nspans; i++) {
+		struct xsie_span *s = &c->spans[i];
+
+		memset(&s->kp, 0, sizeof(s->kp));
+		s->kp.addr = (kprobe_opcode_t *)(s->func_addr + s->d.probe_offset);
+		s->kp.pre_handler = xsie_span_pre;
+		if (s->d.update == XSIE_UPD_CMP)
+			s->kp.post_handler = xsie_span_post;
+		ret = register_kprobe(&s->kp);
+		if (ret) {
+			pr_warn("kprobe at %s+%#x refused (%d)\n", s->d.func, s->d.probe_offset,
+				ret);
+			while (i--)
+				unregister_kprobe(&c->spans[i].kp);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+void xsie_spans_unregister(struct xsie_const *c)
+{
+	u32 i;
+
+	for (i = 0; i < c->nspans; i++)
+		unregister_kprobe(&c->spans[i].kp);
+}
+
+/* Spans whose probe is a jump now (optimization runs asynchronously after registration). */
+void xsie_span_counts(struct xsie_const *c, u32 *optimized, u32 *int3)
+{
+	u32 i;
+
+	*optimized = 0;
+	*int3 = 0;
+	if (c->state < XSIE_TRANSITION)
+		return;
+	for (i = 0; i < c->nspans; i++) {
+		if (c->spans[i].kp.flags & KPROBE_FLAG_OPTIMIZED)
+			(*optimized)++;
+		else
+			(*int3)++;
+	}
+}
