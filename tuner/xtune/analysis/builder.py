@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from xtune.analysis.build import build_variants
+from xtune.analysis.build import build_one, build_variants
 from xtune.analysis.differ import FunctionDiff, diff_functions
 from xtune.analysis.elfcode import ElfCode
 from xtune.analysis.lift import Unsupported, lift
@@ -26,13 +26,34 @@ from xtune.analysis.synth import SynthError, relocated, seed_piece, trampoline
 
 
 def analyze(spec: Spec) -> ScopeTable:
-    """Build with every value of the spec and derive the scope table of the first build."""
+    """Build with every value of the spec and derive the scope table of the first build.
+
+    When every value is a power of two, masks (V - 1) and shifts (log2 V) fit exactly but mean
+    something else for other values: one more build with a value that is not a power of two
+    decides whether the expressions hold for any V, or only for powers of two."""
     t0 = time.monotonic()
-    outputs = build_variants(spec)
     src = SourceLocation(str(spec.source), spec.line, spec.constant)
-    table = analyze_binaries(outputs, spec.values, spec.constant, src, spec.function_filter)
+    values = spec.values
+    outputs = build_variants(spec)
+    table = analyze_binaries(outputs, values, spec.constant, src, spec.function_filter)
+    if all(v > 0 and v & (v - 1) == 0 for v in values) and table.consts[0].tunable:
+        odd = values[0] + values[0] // 2 + 1
+        wide = analyze_binaries(
+            [*outputs, build_one(spec, odd)], [*values, odd], spec.constant, src, spec.function_filter
+        )
+        if not wide.consts[0].tunable:
+            table.consts[0].constraint = "power of two"
+            table.notes.append(
+                f"with {spec.constant}={odd} the code differs beyond the fitted expressions"
+                f" ({_first_refusal(wide)}): values must be powers of two"
+            )
     table.analysis_seconds = round(time.monotonic() - t0, 3)
     return table
+
+
+def _first_refusal(table: ScopeTable) -> str:
+    r = table.consts[0].refusals[0]
+    return f"{r.function}: {r.reason}"
 
 
 def analyze_binaries(
@@ -42,6 +63,12 @@ def analyze_binaries(
     t0 = time.monotonic()
     codes = [ElfCode(p) for p in paths]
     const = PerfConst(name, source, list(values), [], [])
+    for obj, size in codes[0].objects.items():
+        sizes = [c.objects.get(obj) for c in codes]
+        if any(sz != size for sz in sizes):
+            const.refusals.append(
+                Refusal(obj, "the constant changes data layout", f"object {obj} has sizes {sizes} in the builds")
+            )
     for d in diff_functions(codes, only):
         _function(d, codes[0], values, const)
     if not const.spans and not const.refusals:

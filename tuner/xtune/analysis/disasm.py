@@ -28,6 +28,7 @@ class Insn:
     imms: list[int]  # immediates (not branch targets), sign-normalized, relocated ones excluded
     disps: list[int]  # memory displacements of non-rip operands
     target: int | None  # direct branch target (absolute ELF address), None otherwise
+    negated: bool = False  # `sub x, imm` read as `add x, -imm` (compilers pick either by encoding size)
 
     @property
     def is_jump(self) -> bool:
@@ -94,8 +95,12 @@ def disassemble(code: ElfCode, fn: Function) -> list[Insn]:
                     disps.append(m.disp)
                     d = "disp"
                 parts.append(f"{op.size}[{base}+{index}*{m.scale}+{d}]")
+        negated = ci.mnemonic == "sub" and len(imms) == 1 and "imm1" in parts
+        if negated:
+            parts[0], imms = "add", [-imms[0]]
         out.append(Insn(len(out), off, ci.size, bytes(ci.bytes), ci.mnemonic, ci.op_str, ci, "", imms, disps, target))
         out[-1].key = " ".join(parts)
+        out[-1].negated = negated
     # Branch targets: an instruction index inside the function, a symbol outside it.
     for ins in out:
         if ins.target is not None:

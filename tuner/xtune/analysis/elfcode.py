@@ -41,6 +41,7 @@ class ElfCode:
             self.load_vaddr = (min(loads) & ~0xFFF) if loads else 0
             self.build_id = _build_id(elf)
             self.functions: dict[str, Function] = {}
+            self.objects: dict[str, int] = {}  # data objects: name -> size
             self._symbols: list[tuple[int, int, str]] = []  # (addr, size, name), any symbol with a size
             self._read_functions(elf)
         self._symbols.sort()
@@ -59,6 +60,8 @@ class ElfCode:
             sec = elf.get_section(shndx)
             if sym["st_size"]:
                 self._symbols.append((sym["st_value"], sym["st_size"], sym.name))
+            if sym["st_info"]["type"] == "STT_OBJECT":
+                self.objects[sym.name] = sym["st_size"]
             if sym["st_info"]["type"] != "STT_FUNC" or not sym["st_size"]:
                 continue
             if not sec["sh_flags"] & SHF_EXECINSTR:

@@ -55,8 +55,9 @@ class Lifted:
 FRAME = 136  # the trampoline's stack use below the thread's red zone: 128 + the saved scratch
 
 
-def fit(values: list[int], ivs: list[int]) -> tuple[str, int, int]:
-    """(form, a, b) with iv = a*f(V) + b for every build, f = identity or log2."""
+def fit(values: list[int], ivs: list[int], width: int = 8) -> tuple[str, int, int]:
+    """(form, a, b) with iv = a*f(V) + b (mod 2^(8*width)) for every build, f = identity or log2."""
+    mask = (1 << (8 * width)) - 1
     forms: list[tuple[str, list[int]]] = [("affine", values)]
     if all(v > 0 and v & (v - 1) == 0 for v in values):
         forms.append(("log2", [v.bit_length() - 1 for v in values]))
@@ -68,15 +69,18 @@ def fit(values: list[int], ivs: list[int]) -> tuple[str, int, int]:
             continue
         a = da // dx
         b = ivs[0] - a * xs[0]
-        if all(a * xv + b == iv for xv, iv in zip(xs, ivs, strict=True)):
+        if all((a * xv + b - iv) & mask == 0 for xv, iv in zip(xs, ivs, strict=True)):
             return form, a, b
     raise Unsupported(f"operand values {ivs} for V = {values} fit neither a*V + b nor a*log2(V) + b")
 
 
 def lift(ins: Insn, seed: Seed, values: list[int]) -> Lifted:
-    form, a, b = fit(values, seed.values)
     ci = ins.ci
-    m = ins.mnemonic
+    width = (ci.operands[0].size or 8) if seed.operand == "imm" else 8
+    form, a, b = fit(values, seed.values, width)
+    m = "add" if ins.negated else ins.mnemonic
+    if ci.operands and ci.operands[0].type == x.X86_OP_REG and ci.reg_name(ci.operands[0].reg) == "rsp":
+        raise Unsupported(f"`{m} {ins.op_str}`: the stack frame size depends on the constant (an array on the stack)")
     ops = _split_ops(ins.op_str)
     if seed.operand == "disp":
         if m != "lea":
@@ -87,7 +91,6 @@ def lift(ins: Insn, seed: Seed, values: list[int]) -> Lifted:
         return _lift_lea(ins, ops, form, a, b)
     used = {_family(ci.reg_name(r)) for r in _regs(ci)}
     dst = ci.operands[0]
-    width = dst.size or 8
     if m in SHIFTS:
         if "rcx" in used:
             raise Unsupported(f"`{m} {ins.op_str}`: shift by V needs rcx, which the instruction uses")
@@ -132,10 +135,11 @@ def _lift_lea(ins: Insn, ops: list[str], form: str, a: int, b: int) -> Lifted:
     if addr_reg == "rip":
         raise Unsupported(f"`lea {ins.op_str}`: the constant offsets a rip-relative address")
     scale = mem.scale if mem.index else 1
-    adj = f" + {FRAME}" if addr_reg == "rsp" else ""
+    if addr_reg == "rsp":
+        raise Unsupported(f"`lea {ins.op_str}`: the constant offsets a stack address (frame layout)")
     width = ci.operands[0].size
     kind = "inverse" if _family(ci.reg_name(ci.operands[0].reg)) == _family(addr_reg) else "single_write"
-    body = [f"lea {ops[0]}, [{scratch} + {addr_reg}*{scale}{adj}]"]
+    body = [f"lea {ops[0]}, [{scratch} + {addr_reg}*{scale}]"]
     return Lifted("register", ops[0], form, a, b, width, kind, scratch, body, False)
 
 

@@ -1,0 +1,133 @@
+"""The rebuild oracle: the original binary retuned through SIE to V' must print exactly what the
+binary rebuilt with V' prints, for every input. Shared by the tests and the benchmark."""
+
+from __future__ import annotations
+
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from xtune.analysis import attach as eng
+from xtune.analysis.build import build_one
+from xtune.analysis.builder import analyze
+from xtune.analysis.scope import ScopeTable
+from xtune.analysis.spec import Spec, spec_from_dict
+
+CORPUS = Path(__file__).parent / "corpus"
+CONFIGS = [("gcc", "-O0"), ("gcc", "-O2"), ("clang", "-O0"), ("clang", "-O2")]
+VALUES = [64, 32, 128]
+PROBES = [48, 100, 16, 256, 5]
+INPUTS = [-1000, -129, -65, -64, -63, -1, 0, 1, 7, 31, 32, 33, 47, 63, 64, 65, 95, 127, 128, 129, 255, 300, 12345]
+
+
+@dataclass
+class Case:
+    program: str
+    cc: str
+    opt: str
+    spec: Spec
+    table: ScopeTable | None = None
+    verdict: str = ""  # pass | fail | refused
+    detail: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return f"{self.program}[{self.cc}{self.opt}]"
+
+
+def make_spec(src: Path, cc: str, opt: str, values: list[int] = VALUES) -> Spec:
+    data = {"source": src.name, "constant": "K", "values": values, "build": f"{cc} {opt} -o {{out}} {{src}}"}
+    return spec_from_dict(data, src.parent / "spec.toml")
+
+
+class Target:
+    """A corpus program answering one line per input line."""
+
+    def __init__(self, binary: Path) -> None:
+        self.p = subprocess.Popen([str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def ask(self, inputs: list[int]) -> list[str]:
+        assert self.p.stdin and self.p.stdout
+        out = []
+        for n in inputs:
+            self.p.stdin.write(f"{n}\n")
+            self.p.stdin.flush()
+            out.append(self.p.stdout.readline().strip())
+        return out
+
+    def close(self) -> None:
+        self.p.kill()
+        self.p.wait()
+
+
+def reference(spec: Spec, value: int) -> list[str]:
+    binary = build_one(spec, value)
+    r = subprocess.run([str(binary)], input="".join(f"{n}\n" for n in INPUTS), capture_output=True, text=True)
+    return r.stdout.split()
+
+
+def live_bytes(pid: int, table: ScopeTable) -> bool:
+    """True when every span holds exactly the bytes of the scope table."""
+    maps = Path(f"/proc/{pid}/maps").read_text().splitlines()
+    exe = str(Path(f"/proc/{pid}/exe").resolve())
+    base = next(int(m.split("-")[0], 16) for m in maps if m.endswith(exe) and m.split()[2] == "00000000")
+    bias = base - table.binary.load_vaddr
+    with open(f"/proc/{pid}/mem", "rb") as mem:
+        for c in table.consts:
+            for s in c.spans:
+                mem.seek(bias + s.vaddr)
+                if mem.read(len(s.expected) // 2).hex() != s.expected:
+                    return False
+    return True
+
+
+def run_case(case: Case) -> Case:
+    case.table = analyze(case.spec)
+    const = case.table.consts[0]
+    if not const.tunable:
+        case.verdict = "refused"
+        case.detail = [f"{r.function}: {r.reason} {r.detail}".strip() for r in const.refusals]
+        return case
+    probes = [v for v in PROBES if const.constraint != "power of two" or v & (v - 1) == 0]
+    binary = Path(case.table.binary.path)
+    t = Target(binary)
+    try:
+        before = t.ask(INPUTS)
+        try:
+            eng.attach(t.p.pid, case.table, "", ["K"])
+        except eng.SieError as e:
+            case.verdict, case.detail = "refused", [f"attach: {e}"]
+            return case
+        ok = True
+        for v in probes:
+            eng.set_value(t.p.pid, "K", v, const.constraint)
+            got, want = t.ask(INPUTS), reference(case.spec, v)
+            if got != want:
+                ok = False
+                bad = [f"{n}: {g} != {w}" for n, g, w in zip(INPUTS, got, want, strict=False) if g != w]
+                case.detail.append(f"K={v}: {len(bad)} outputs differ, e.g. {bad[:3]}")
+        eng.detach(t.p.pid)
+        if not live_bytes(t.p.pid, case.table):
+            ok = False
+            case.detail.append("text differs from the original after detach")
+        if t.ask(INPUTS) != before:
+            ok = False
+            case.detail.append("output after detach differs from the original")
+        case.verdict = "pass" if ok else "fail"
+    finally:
+        t.close()
+    return case
+
+
+def corpus_cases() -> list[Case]:
+    return [
+        Case(src.stem, cc, opt, make_spec(src, cc, opt))
+        for src in sorted(CORPUS.glob("*.c"))
+        for cc, opt in CONFIGS
+    ]
+
+
+def run_corpus(workers: int = 2) -> list[Case]:
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(run_case, corpus_cases()))
