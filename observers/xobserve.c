@@ -388,7 +388,9 @@ static int run(struct settings *s)
 	id_late = xt_signal_add("xobserve.late_windows", "windows", "counter", "xobserve");
 	if (open_outputs(s))
 		return 1;
-	start = xt_now_ns();
+	catalog_gen = xt_catalog_generation();
+	publish_catalog(s, true);
+	start = last_catalog = xt_now_ns();
 	next = start + s->window_ns;
 	if (s->duration_s)
 		deadline = start + (uint64_t)(s->duration_s * 1e9);

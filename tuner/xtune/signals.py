@@ -261,6 +261,12 @@ class ShmFrameReader(FrameReader):
         except FileNotFoundError as e:
             raise FileNotFoundError(f"{path}: no frame ring (is xobserve running with --shm {name}?)") from e
         try:
+            # The producer sizes the file, then writes the magic last: wait briefly for both.
+            deadline = time.monotonic() + 2.0
+            while os.fstat(fd).st_size < XT_RING_HEADER_SIZE or _U32.unpack(os.pread(fd, 4, 0))[0] == 0:
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.005)
             self._map = mmap.mmap(fd, 0, prot=mmap.PROT_READ)
         finally:
             os.close(fd)
@@ -300,7 +306,7 @@ class ShmFrameReader(FrameReader):
 
     def _refresh_catalog(self) -> None:
         lock = self._u64(_RING_CATALOG_LOCK_OFF)
-        if lock == self._catalog_lock or lock & 1:
+        if lock == self._catalog_lock or lock & 1 or lock == 0:  # 0: not published yet
             return
         size = _U32.unpack_from(self._map, _RING_CATALOG_SIZE_OFF)[0]
         data = self._map[self._cat_off : self._cat_off + min(size, self._cat_cap)]

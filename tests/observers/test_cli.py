@@ -1,0 +1,105 @@
+"""xobserve's command line: --list, --once, bad input, not root, and nothing left attached."""
+
+import json
+import signal
+import subprocess
+from pathlib import Path
+
+from obs_helpers import bpf_ids_alive, bpf_ids_of
+
+FAMILIES = ["sched", "softirq", "block", "syscall", "func", "pmu", "tcp", "mem"]
+
+
+def run(xobserve: Path, *args: str, **kw) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(xobserve), *args], capture_output=True, text=True, timeout=120, **kw)
+
+
+def test_list_says_which_families_work_here(xobserve):
+    r = run(xobserve, "--list")
+    assert r.returncode == 0, r.stderr
+    lines = {line.split()[0]: line for line in r.stdout.splitlines()}
+    assert sorted(lines) == sorted(FAMILIES)
+    for name in ("sched", "softirq", "block", "syscall", "tcp", "mem", "pmu"):
+        assert " usable" in lines[name], lines[name]
+    assert "--func" in lines["func"]
+    # This VM has no hardware PMU: said so, never invented.
+    assert "pmu: unavailable" in lines["pmu"]
+
+
+def test_once_prints_one_json_frame(xobserve):
+    r = run(xobserve, "--once", "--window-ms", "50", "--families", "sched,pmu")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["seq"] == 1
+    assert 45e6 <= doc["window_ns"] <= 1e9
+    assert doc["signals"]["sched.switches"] > 0
+    assert "pmu.page_faults" in doc["signals"]
+    assert "pmu.cycles" not in doc["signals"]
+    assert "softirq.net_rx.count" not in doc["signals"]
+
+
+def test_unknown_family_lists_the_valid_ones(xobserve):
+    r = run(xobserve, "--families", "sched,nope", "--once")
+    assert r.returncode == 2
+    assert "unknown family 'nope'" in r.stderr
+    assert ", ".join(FAMILIES) in r.stderr
+
+
+def test_bad_options_are_named(xobserve):
+    for args, words in [
+        (["--frobnicate"], "unknown option '--frobnicate'"),
+        (["--window-ms", "0"], "--window-ms wants a number in [1, 10000], not '0'"),
+        (["--window-ms", "fast"], "not 'fast'"),
+        (["--shm-slots", "100"], "power of two"),
+        (["--func", "nocolon"], "BINARY:FUNCTION"),
+        (["--block-dev", "sda"], "MAJOR:MINOR"),
+        (["--once", "extra"], "unexpected argument 'extra'"),
+    ]:
+        r = run(xobserve, *args)
+        assert r.returncode == 2, (args, r.stderr)
+        assert words in r.stderr, (args, r.stderr)
+        assert "--families a,b" in r.stderr  # the usage with every option follows
+
+
+def test_not_root_is_refused_clearly(xobserve, tmp_path):
+    r = run(Path("setpriv"), "--reuid=65534", "--regid=65534", "--clear-groups", str(xobserve), "--once")
+    assert r.returncode == 1
+    assert "must run as root" in r.stderr
+
+
+def test_family_that_fails_to_load_leaves_the_others_running(xobserve):
+    r = run(
+        xobserve, "--once", "--window-ms", "20", "--families", "sched,func", "--func", "/bin/true:no_such_fn"
+    )
+    assert r.returncode == 0, r.stderr
+    assert "family func failed to start" in r.stderr
+    assert "no_such_fn" in r.stderr
+    assert json.loads(r.stdout)["signals"]["sched.switches"] >= 0
+
+
+def test_nothing_stays_attached_on_any_exit(start_observer):
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        obs = start_observer("--window-ms", "5")
+        ids = bpf_ids_of(obs.proc.pid)
+        assert len([k for k, _ in ids if k == "link"]) >= 10, ids
+        assert obs.stop(sig) == 0
+        assert not bpf_ids_alive(ids), f"left after signal {sig}"
+        assert not Path(f"/dev/shm/{obs.shm}").exists()
+
+
+def test_ring_in_use_is_refused(xobserve, start_observer):
+    obs = start_observer("--families", "sched")
+    # The second producer loads and attaches before it finds the ring taken: it must undo that.
+    second = subprocess.Popen(
+        [str(xobserve), "--families", "sched,softirq", "--shm", obs.shm, "--zmq", "tcp://127.0.0.1:0"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    ids: set[tuple[str, int]] = set()
+    while second.poll() is None:
+        ids |= bpf_ids_of(second.pid) if Path(f"/proc/{second.pid}").exists() else set()
+    stderr = second.stderr.read() if second.stderr else ""
+    assert second.returncode == 1
+    assert not bpf_ids_alive(ids)
+    assert f"ring {obs.shm} is in use by pid {obs.proc.pid}" in stderr
+    assert Path(f"/dev/shm/{obs.shm}").exists()  # the first producer's ring is untouched

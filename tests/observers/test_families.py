@@ -1,0 +1,161 @@
+"""Real load in the real kernel moves the signals as it must."""
+
+import os
+import socket
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+from obs_helpers import frames_while, total
+from xtune.signals import ShmFrameReader
+
+
+@pytest.fixture
+def loop_device(tmp_path):
+    """A 64 MiB loop device over a tmpfs file (its I/O never reaches a disk); detached afterwards."""
+    backing = Path("/dev/shm") / f"xt-test-loop-{os.getpid()}-{os.urandom(3).hex()}"
+    subprocess.run(["truncate", "-s", "64M", str(backing)], check=True)
+    try:
+        dev = subprocess.run(
+            ["losetup", "--find", "--show", str(backing)], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except subprocess.CalledProcessError as e:
+        backing.unlink()
+        pytest.skip(f"no loop device here: {e.stderr}")
+    try:
+        yield dev
+    finally:
+        subprocess.run(["losetup", "-d", dev], check=False)
+        backing.unlink(missing_ok=True)
+
+
+def test_direct_ios_to_a_loop_device_are_counted(start_observer, loop_device):
+    st = os.stat(loop_device)
+    obs = start_observer(
+        "--families", "block", "--block-dev", f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
+    )
+    n = 300
+    with ShmFrameReader(obs.shm) as reader:
+        frames = frames_while(
+            reader,
+            lambda: subprocess.run(
+                ["dd", "if=/dev/zero", f"of={loop_device}", "bs=4096", f"count={n}", "oflag=direct"],
+                capture_output=True,
+                check=True,
+            ),
+        )
+    writes = total(frames, "block.write_ops")
+    assert n <= writes <= n + 3, writes
+    assert n * 4096 <= total(frames, "block.bytes") <= (n + 8) * 4096
+    assert total(frames, "block.ops") - total(frames, "block.read_ops") >= n
+    lat = [f.values["block.latency.p99"] for f in frames if "block.latency.p99" not in f.empty]
+    assert lat and all(v > 0 for v in lat)
+
+
+def test_cpu_contention_raises_run_queue_latency(start_observer):
+    obs = start_observer("--families", "sched", "--window-ms", "200")
+    cpu = sorted(os.sched_getaffinity(0))[-1]
+    spin = ["taskset", "-c", str(cpu), "timeout", "2", "sh", "-c", "while :; do :; done"]
+    with ShmFrameReader(obs.shm) as reader:
+        quiet = [reader.poll(5) for _ in range(3)]
+
+        def contend() -> None:
+            procs = [subprocess.Popen(spin) for _ in range(4)]
+            for p in procs:
+                p.wait()
+
+        busy = frames_while(reader, contend, settle=0)
+    middle = busy[2:-2]
+    assert middle, "no frame in the middle of the contention"
+    # Four spinners on one CPU: it is fully busy and each waits for the other three's slices.
+    assert min(f.values[f"sched.cpu{cpu}.busy"] for f in middle) > 0.9
+    p99_busy = max(f.values["sched.runq_latency.p99"] for f in middle)
+    p99_quiet = min(f.values["sched.runq_latency.p99"] for f in quiet if f)
+    assert p99_busy > 1000, p99_busy  # microseconds: whole time slices
+    assert p99_busy > 2 * p99_quiet, (p99_busy, p99_quiet)
+
+
+def loopback_traffic(megabytes: int) -> None:
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+
+    def sink() -> None:
+        conn, _ = server.accept()
+        while conn.recv(1 << 16):
+            pass
+        conn.close()
+
+    t = threading.Thread(target=sink)
+    t.start()
+    with socket.create_connection(("127.0.0.1", port)) as c:
+        chunk = b"x" * (1 << 16)
+        for _ in range(megabytes * 16):
+            c.sendall(chunk)
+    t.join()
+    server.close()
+
+
+def test_loopback_tcp_raises_net_rx_softirqs_and_tcp_signals(start_observer):
+    obs = start_observer("--families", "softirq,tcp", "--window-ms", "50")
+    with ShmFrameReader(obs.shm) as reader:
+        quiet = [reader.poll(5) for _ in range(4)]
+        frames = frames_while(reader, lambda: loopback_traffic(64))
+    rx = total(frames, "softirq.net_rx.count")
+    assert rx >= 100, rx
+    assert rx / len(frames) > 5 * max(1, max(f.values["softirq.net_rx.count"] for f in quiet if f))
+    assert total(frames, "softirq.net_rx.time") > 0
+    assert total(frames, "tcp.established") >= 2  # both ends of the connection
+    assert total(frames, "tcp.rtt_samples") > 0
+    assert any(0 < f.values["tcp.srtt.p50"] < 100000 for f in frames if "tcp.srtt.p50" not in f.empty)
+
+
+def test_uprobe_call_count_equals_the_calls_made(start_observer, uprobe_target):
+    n = 12345
+    obs = start_observer("--families", "func", "--func", f"{uprobe_target}:xt_work", "--window-ms", "20")
+    with ShmFrameReader(obs.shm) as reader:
+        frames = frames_while(
+            reader, lambda: subprocess.run([str(uprobe_target), "calls", str(n)], check=True)
+        )
+    assert total(frames, "func.xt_work.calls") == n
+    lat = [f.values["func.xt_work.latency.p50"] for f in frames if "func.xt_work.latency.p50" not in f.empty]
+    assert lat and all(0 < v < 1000 for v in lat)
+
+
+def test_uprobe_concurrency_counts_threads_inside(start_observer, uprobe_target):
+    obs = start_observer("--families", "func", "--func", f"{uprobe_target}:xt_nap", "--window-ms", "100")
+    with ShmFrameReader(obs.shm) as reader:
+        frames = frames_while(
+            reader, lambda: subprocess.run([str(uprobe_target), "threads", "4", "400"], check=True)
+        )
+    assert total(frames, "func.xt_nap.calls") == 8
+    # 4 threads inside for 800 ms: the full windows in between read 4.
+    conc = [f.values["func.xt_nap.concurrency"] for f in frames]
+    assert max(conc) == pytest.approx(4, abs=0.05)
+    weighted = sum(c * f.window_ns for c, f in zip(conc, frames, strict=True)) / 1e9
+    assert weighted == pytest.approx(4 * 0.8, rel=0.05)  # thread-seconds inside
+
+
+def test_syscalls_of_a_target_command(start_observer, uprobe_target):
+    n = 20000
+    comm = uprobe_target.name[:15]
+    obs = start_observer("--families", "syscall", "--comm", comm, "--window-ms", "20")
+    with ShmFrameReader(obs.shm) as reader:
+        frames = frames_while(
+            reader,
+            lambda: subprocess.run([str(uprobe_target), "syscalls", str(n)], check=True, capture_output=True),
+        )
+    calls = total(frames, "syscall.calls")
+    assert n <= calls <= n + 200, calls  # plus the loader's own few dozen
+    assert max(f.values["syscall.rate"] for f in frames) > 1000
+
+
+def test_pmu_is_unavailable_here_and_never_faked(start_observer):
+    obs = start_observer("--families", "pmu")
+    with ShmFrameReader(obs.shm) as reader:
+        frames = frames_while(reader, lambda: bytearray(64 << 20))
+        assert reader.catalog is not None
+        assert reader.catalog.pmu == "unavailable"
+        assert not [s.name for s in reader.catalog.signals if s.source == "perf_event:hardware"]
+    assert "pmu.cycles" not in frames[0].values
+    assert total(frames, "pmu.page_faults") > (64 << 20) / 4096 / 2

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Load for the func and syscall families' tests.
+ *   uprobe_target calls N     call xt_work() exactly N times
+ *   uprobe_target threads T MS   T threads each inside xt_nap() for MS ms, twice
+ *   uprobe_target syscalls N  N getppid() system calls
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+
+volatile unsigned long sink;
+static int nap_ms;
+
+__attribute__((noinline)) void xt_work(unsigned long i)
+{
+	sink += i;
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void xt_nap(int ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+	__asm__ volatile("" ::: "memory");
+}
+
+static void *napper(void *arg)
+{
+	xt_nap(nap_ms);
+	xt_nap(nap_ms);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	pthread_t th[64];
+	long i, n;
+
+	if (argc < 3)
+		return 2;
+	n = atol(argv[2]);
+	if (!strcmp(argv[1], "calls")) {
+		for (i = 0; i < n; i++)
+			xt_work(i);
+	} else if (!strcmp(argv[1], "syscalls")) {
+		for (i = 0; i < n; i++)
+			syscall(SYS_getppid);
+	} else if (!strcmp(argv[1], "threads") && argc == 4 && n <= 64) {
+		nap_ms = atoi(argv[3]);
+		for (i = 0; i < n; i++)
+			pthread_create(&th[i], NULL, napper, NULL);
+		for (i = 0; i < n; i++)
+			pthread_join(th[i], NULL);
+	} else {
+		return 2;
+	}
+	printf("done %ld\n", n);
+	return 0;
+}
