@@ -35,7 +35,7 @@ ShmOpt = Annotated[str | None, typer.Option("--shm", help="read from /dev/shm/NA
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
-    console.print(f"[red]error:[/red] {message}")
+    typer.echo(f"xtune: error: {message}", err=True)
     return typer.Exit(code)
 
 
