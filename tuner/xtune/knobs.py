@@ -326,19 +326,19 @@ class _LeaseThread(threading.Thread):
         self._client = KnobClient(socket_path)
         self._period = period
         self._lease_ms = lease_ms
-        self._stop = threading.Event()
+        self._done = threading.Event()
         self.error: Exception | None = None
 
     def run(self) -> None:
         try:
-            while not self._stop.is_set():
+            while not self._done.is_set():
                 self._client.heartbeat(self._lease_ms)
-                self._stop.wait(self._period)
+                self._done.wait(self._period)
         except (KnobError, OSError) as exc:
             self.error = exc
 
     def stop(self, release: bool) -> None:
-        self._stop.set()
+        self._done.set()
         self.join()
         with contextlib.suppress(KnobError, OSError):
             if release:
