@@ -14,13 +14,14 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-#define BETA_SCALE	    1024
-#define CUBE_TIME_SHIFT	    10 /* time unit of the cubic function: 2^-10 s */
-#define HYSTART_ACK_TRAIN   1
-#define HYSTART_DELAY	    2
-#define HYSTART_MIN_SAMPLES 8
-#define USEC_PER_SEC	    1000000ull
-#define USEC_PER_MSEC	    1000ull
+#define BETA_SCALE		1024
+#define CUBE_TIME_SHIFT		10 /* time unit of the cubic function: 2^-10 s */
+#define HYSTART_ACK_TRAIN	1
+#define HYSTART_DELAY		2
+#define HYSTART_MIN_SAMPLES	8
+#define USEC_PER_SEC		1000000ull
+#define USEC_PER_MSEC		1000ull
+#define TCP_CONG_NON_RESTRICTED 0x1 /* include/net/tcp.h, not in BTF */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -418,5 +419,7 @@ struct tcp_congestion_ops xcubic = {
 	.undo_cwnd = (void *)xcubic_undo_cwnd,
 	.cwnd_event = (void *)xcubic_cwnd_event,
 	.pkts_acked = (void *)xcubic_acked,
+	/* Non-restricted, like cubic: a network namespace may make it its default. */
+	.flags = TCP_CONG_NON_RESTRICTED,
 	.name = "xcubic",
 };

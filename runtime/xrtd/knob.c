@@ -253,8 +253,13 @@ static int knob_init(struct xrtd_knob *k, const struct knob_spec *spec, char err
 		k->step = spec->step ? spec->step : 1;
 	}
 	ret = k->backend->read(k, &k->original, err);
-	if (ret)
-		return ret;
+	if (ret) {
+		char why[XRTD_ERR_LEN];
+
+		snprintf(why, sizeof(why), "%s", err);
+		return xrtd_errf(err, -ret, "register %s: reading the current value: %s", k->name,
+				 why);
+	}
 	k->applied = k->good = k->original;
 	return 0;
 }

@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from xtune import paths
 from xtune.knobs import KnobClient
 

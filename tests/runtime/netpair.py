@@ -20,7 +20,8 @@ host, port, cc, nbytes, count = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(
 chunk = b"x" * 65536
 for _ in range(count):
     s = socket.socket()
-    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
+    if cc != "default":
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
     t0 = time.perf_counter()
     s.connect((host, port))
     left = nbytes
@@ -118,7 +119,10 @@ class VethPair:
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
     def flows(self, cc: str, nbytes: int, count: int = 1) -> list[Flow]:
-        """Run `count` bulk transfers of `nbytes` from a to b, one after another."""
+        """Run `count` bulk transfers of `nbytes` from a to b, one after another.
+
+        `cc` is set per socket (TCP_CONGESTION); "default" uses the namespace's global choice.
+        """
         out = subprocess.run(
             ["ip", "netns", "exec", self.a, sys.executable, "-c", SENDER, "10.203.0.2", str(self.port), cc,
              str(nbytes), str(count)],
@@ -126,7 +130,7 @@ class VethPair:
         )  # fmt: skip
         flows = [Flow(**json.loads(line)) for line in out.stdout.splitlines()]
         for f in flows:
-            if f.cc != cc:
+            if cc != "default" and f.cc != cc:
                 raise RuntimeError(f"flow ran with {f.cc}, not {cc}")
         return flows
 

@@ -2,7 +2,6 @@
 
 import pytest
 from conftest import sysctl_in
-
 from xtune.knobs import KnobError
 
 

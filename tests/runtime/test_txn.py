@@ -4,7 +4,6 @@ import json
 
 import pytest
 from conftest import sysctl_in
-
 from xtune.knobs import KnobError
 
 KEYS = ("net.ipv4.tcp_fin_timeout", "net.core.somaxconn", "net.ipv4.ip_local_port_range")

@@ -1,0 +1,64 @@
+"""sysfs backend on a loop device's queue attributes, including the scheduler enum."""
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from xtune.knobs import KnobError
+
+
+@pytest.fixture
+def loopdev(tmp_path):
+    backing = tmp_path / "disk.img"
+    with open(backing, "wb") as f:
+        f.truncate(64 << 20)
+    dev = subprocess.run(["losetup", "-f", "--show", str(backing)], check=True, capture_output=True,
+                         text=True).stdout.strip()  # fmt: skip
+    try:
+        yield Path("/sys/block") / Path(dev).name / "queue"
+    finally:
+        subprocess.run(["losetup", "-d", dev], check=True)
+
+
+def attr(q: Path, name: str) -> str:
+    return (q / name).read_text().strip()
+
+
+def test_queue_attributes_and_scheduler_enum(xrtd, loopdev):
+    q = loopdev
+    before = {a: attr(q, a) for a in ("scheduler", "nr_requests", "read_ahead_kb")}
+    assert "[" in before["scheduler"]
+    c = xrtd.client()
+    sched = c.register("sched", "sysfs", str(q / "scheduler"))
+    # No enum given: the file's own choices are taken, the bracketed one is the value.
+    assert sched["type"] == "enum"
+    assert sched["enum"] == before["scheduler"].replace("[", "").replace("]", "").split()
+    assert f"[{sched['text']}]" in before["scheduler"]
+    c.register("nr_requests", "sysfs", str(q / "nr_requests"), min=4, max=1024)
+    c.register("read_ahead", "sysfs", str(q / "read_ahead_kb"), min=0, max=8192, step=4)
+
+    k = c.set("sched", "mq-deadline", reason="test: deadline for reads")
+    assert k["text"] == "mq-deadline"
+    assert "[mq-deadline]" in attr(q, "scheduler")
+    c.set("nr_requests", 64)
+    c.set("read_ahead", 128)
+    assert (attr(q, "nr_requests"), attr(q, "read_ahead_kb")) == ("64", "128")
+    with pytest.raises(KnobError, match="not min 0 plus a multiple of step 4"):
+        c.set("read_ahead", 130)
+
+    assert xrtd.stop() == 0
+    assert {a: attr(q, a) for a in before} == before
+
+
+def test_scheduler_the_device_lacks_fails_and_changes_nothing(xrtd, loopdev):
+    q = loopdev
+    before = attr(q, "scheduler")
+    c = xrtd.client()
+    current = before.split("[")[1].split("]")[0]
+    c.register("sched", "sysfs", str(q / "scheduler"), enum=[current, "no-such-iosched"])
+    with pytest.raises(KnobError, match="scheduler: write 'no-such-iosched'"):
+        c.set("sched", "no-such-iosched")
+    assert attr(q, "scheduler") == before
+    k = c.get("sched")
+    assert (k["state"], k["text"]) == ("failed", current)
+    assert "failed via=socket" in xrtd.audit()
