@@ -19,12 +19,12 @@
 
 #include <stdint.h>
 
-#define XT_KNOB_TABLE_MAGIC 0x544b5458u /* "XTKT" */
+#define XT_KNOB_TABLE_MAGIC   0x544b5458u /* "XTKT" */
 #define XT_KNOB_TABLE_VERSION 1
-#define XT_KNOB_MAX 256
-#define XT_KNOB_NAME_LEN 64
-#define XT_KNOB_TARGET_LEN 192
-#define XT_KNOB_HEADER_SIZE 4096
+#define XT_KNOB_MAX	      256
+#define XT_KNOB_NAME_LEN      64
+#define XT_KNOB_TARGET_LEN    192
+#define XT_KNOB_HEADER_SIZE   4096
 
 enum xt_backend {
 	XT_BACKEND_NONE = 0,
@@ -41,12 +41,12 @@ enum xt_knob_type {
 };
 
 enum xt_knob_state {
-	XT_KNOB_FREE = 0,        /* slot unused */
-	XT_KNOB_REGISTERED = 1,  /* registered, still at its original value */
-	XT_KNOB_APPLYING = 2,    /* journaled, being written */
-	XT_KNOB_APPLIED = 3,     /* applied == desired, verified by reading back */
-	XT_KNOB_REFUSED = 4,     /* desired was out of bounds / not allowed; applied unchanged */
-	XT_KNOB_FAILED = 5,      /* the backend failed; applied unchanged (restored) */
+	XT_KNOB_FREE = 0,	 /* slot unused */
+	XT_KNOB_REGISTERED = 1,	 /* registered, still at its original value */
+	XT_KNOB_APPLYING = 2,	 /* journaled, being written */
+	XT_KNOB_APPLIED = 3,	 /* applied == desired, verified by reading back */
+	XT_KNOB_REFUSED = 4,	 /* desired was out of bounds / not allowed; applied unchanged */
+	XT_KNOB_FAILED = 5,	 /* the backend failed; applied unchanged (restored) */
 	XT_KNOB_ROLLED_BACK = 6, /* restored to a previous value by rollback or lease expiry */
 };
 
@@ -55,10 +55,10 @@ struct xt_knob_slot {
 	char name[XT_KNOB_NAME_LEN];
 	char target[XT_KNOB_TARGET_LEN];
 	uint32_t backend; /* enum xt_backend */
-	uint32_t type;    /* enum xt_knob_type */
+	uint32_t type;	  /* enum xt_knob_type */
 	int64_t min;
 	int64_t max;
-	int64_t step;     /* 0 or 1: any integer in [min, max] */
+	int64_t step;	  /* 0 or 1: any integer in [min, max] */
 	int64_t original; /* the value found on the system at registration */
 	uint64_t reg_gen; /* bumped on every (re)registration of this slot */
 	uint8_t reserved0[80];
@@ -69,11 +69,11 @@ struct xt_knob_slot {
 	uint8_t reserved1[48];
 
 	/* Written by xrtd (offset 448: its own cache line), under seq. */
-	uint64_t seq;         /* seqlock: odd while applied/state/error change */
+	uint64_t seq;	      /* seqlock: odd while applied/state/error change */
 	int64_t applied;      /* the value in effect */
 	uint64_t applied_gen; /* the desired_gen that `applied`/`state` answer */
-	uint32_t state;       /* enum xt_knob_state */
-	int32_t error;        /* errno of the last failure, 0 if none */
+	uint32_t state;	      /* enum xt_knob_state */
+	int32_t error;	      /* errno of the last failure, 0 if none */
 	uint8_t reserved2[32];
 };
 
@@ -85,13 +85,13 @@ struct xt_knob_table_header {
 	uint32_t slot_count;  /* XT_KNOB_MAX */
 	uint32_t xrtd_pid;
 	uint32_t reserved;
-	uint64_t doorbell;        /* the tuner may bump this (and FUTEX_WAKE) to cut xrtd's latency */
+	uint64_t doorbell; /* the tuner may bump this (and FUTEX_WAKE) to cut xrtd's latency */
 	uint64_t lease_deadline_ns; /* CLOCK_MONOTONIC; 0 = no lease held */
 };
 
 /* The mapping: header page, then slot_count slots. */
 #define XT_KNOB_SLOT_OFFSET(i) (XT_KNOB_HEADER_SIZE + (uint64_t)(i) * sizeof(struct xt_knob_slot))
-#define XT_KNOB_TABLE_SIZE (XT_KNOB_SLOT_OFFSET(XT_KNOB_MAX))
+#define XT_KNOB_TABLE_SIZE     (XT_KNOB_SLOT_OFFSET(XT_KNOB_MAX))
 
 #ifdef __cplusplus
 #define XT_STATIC_ASSERT static_assert
