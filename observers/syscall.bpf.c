@@ -14,10 +14,11 @@ const volatile __u32 self_tgid = 0;	  /* xobserve itself is never counted */
 
 struct syscall_stats stats[XT_MAX_CPUS];
 
+/* When the current system call of each thread began (task storage: no hash, no lock). */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u32); /* thread id */
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, __u64);
 } entered_at SEC(".maps");
 
@@ -43,25 +44,25 @@ static __always_inline bool wanted(__u32 tgid)
 SEC("raw_tp/sys_enter")
 int BPF_PROG(xo_sys_enter, struct pt_regs *regs, long id)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid(), now;
-	__u32 tid = pid_tgid;
+	__u64 *ts;
 
-	if (!wanted(pid_tgid >> 32))
+	if (!wanted(bpf_get_current_pid_tgid() >> 32))
 		return 0;
-	now = bpf_ktime_get_ns();
-	bpf_map_update_elem(&entered_at, &tid, &now, BPF_ANY);
+	ts = bpf_task_storage_get(&entered_at, bpf_get_current_task_btf(), 0,
+				  BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (ts)
+		*ts = bpf_ktime_get_ns();
 	return 0;
 }
 
 SEC("raw_tp/sys_exit")
 int BPF_PROG(xo_sys_exit, struct pt_regs *regs, long ret)
 {
-	__u32 tid = bpf_get_current_pid_tgid();
 	struct syscall_stats *s;
 	__u64 *ts, now;
 
-	ts = bpf_map_lookup_elem(&entered_at, &tid);
-	if (!ts)
+	ts = bpf_task_storage_get(&entered_at, bpf_get_current_task_btf(), 0, 0);
+	if (!ts || !*ts)
 		return 0;
 	now = bpf_ktime_get_ns();
 	s = &stats[xt_cpu()];
@@ -70,6 +71,6 @@ int BPF_PROG(xo_sys_exit, struct pt_regs *regs, long ret)
 		XT_ADD(s->errors, 1);
 	if (now > *ts)
 		xt_hist_add(&s->latency_ns, now - *ts);
-	bpf_map_delete_elem(&entered_at, &tid);
+	*ts = 0;
 	return 0;
 }

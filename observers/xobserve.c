@@ -61,7 +61,8 @@ static void usage(FILE *out)
 		"  --shm-slots N          ring slots, a power of two (default 1024)\n"
 		"  --record FILE          append the catalog and every frame to a recording\n"
 		"  --block-dev MAJ:MIN    block family: only this device\n"
-		"  --pid PID, --comm NAME syscall family: only this process / command\n"
+		"  --pid PID, --comm NAME syscall family: only this process / command (default: "
+		"all)\n"
 		"  --func BINARY:FUNCTION func family: uprobe this function (repeatable, up to "
 		"%d)\n"
 		"families:",
@@ -215,9 +216,12 @@ static void parse_args(int argc, char **argv, struct settings *s)
 	}
 	if (optind < argc)
 		die_usage("unexpected argument '%s'", argv[optind]);
+	/* By default: every family but the two that watch a target, unless the target is given. */
 	if (!families_given)
 		for (i = 0; i < NR_FAMILIES; i++)
-			s->selected[i] = strcmp(families[i]->name, "func") || s->opt.nr_funcs;
+			s->selected[i] = (strcmp(families[i]->name, "func") || s->opt.nr_funcs) &&
+					 (strcmp(families[i]->name, "syscall") ||
+					  s->opt.target_pid || s->opt.target_comm);
 }
 
 /* libbpf's messages are kept (not printed) so that a failure can show the verifier log's tail. */
@@ -386,8 +390,10 @@ static int run(struct settings *s)
 
 	id_collect = xt_signal_add("xobserve.collect_us", "us", "gauge", "xobserve");
 	id_late = xt_signal_add("xobserve.late_windows", "windows", "counter", "xobserve");
-	if (open_outputs(s))
+	if (open_outputs(s)) {
+		close_outputs();
 		return 1;
+	}
 	catalog_gen = xt_catalog_generation();
 	publish_catalog(s, true);
 	start = last_catalog = xt_now_ns();

@@ -175,3 +175,4 @@ def test_xobserve_refuses_to_append_to_a_foreign_file(xobserve, tmp_path):
     assert r.returncode == 1
     assert "notes.txt is not an xtune recording" in r.stderr
     assert foreign.read_text() == "my notes\n"
+    assert not Path(f"/dev/shm/xt-test-foreign-{os.getpid()}").exists()  # the ring it opened is gone

@@ -1,0 +1,233 @@
+"""Benchmark of the signal plane (xobserve), side by side in one run.
+
+1. Overhead: CPU time (user + system) of a syscall-heavy load (`dd bs=1`, two system calls per
+   byte) without xobserve and with it, rounds interleaved, medians compared as a ratio. Two
+   configurations: the default families (sched, softirq, block, pmu, tcp, mem) and all of them
+   with the syscall family targeting the load (`--comm dd`).
+2. Delivery latency: frame close (window_end_ns, CLOCK_MONOTONIC) to a consumer holding the decoded
+   frame, through the shared-memory ring (a spinning reader) and ZeroMQ, at 1 ms and 10 ms windows.
+3. Loss: frames missing at either consumer (sequence gaps) or dropped by the producer during
+   --loss-seconds (60 s by default) at a 1 ms window, with both consumers attached.
+
+Writes experiments/results/observers.json. Needs root and `make build`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import signal
+import socket
+import statistics
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+from xtune import paths
+from xtune.signals import FrameReader, ShmFrameReader, ZmqFrameReader
+
+RESULTS = paths.ROOT / "experiments" / "results" / "observers.json"
+DEFAULT_FAMILIES = "sched,softirq,block,pmu,tcp,mem"
+LOAD = ["dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=400000"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Xobserve:
+    """A running xobserve with its own ring name and ZeroMQ port."""
+
+    def __init__(self, *args: str) -> None:
+        self.shm = f"xt-bench-obs-{os.getpid()}-{os.urandom(2).hex()}"
+        self.zmq = f"tcp://127.0.0.1:{free_port()}"
+        cmd = [str(paths.binary("xobserve")), "--shm", self.shm, "--zmq", self.zmq, *args]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while not Path(f"/dev/shm/{self.shm}").exists():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"xobserve did not start: {self.proc.stderr.read() if self.proc.stderr else ''}"
+                )
+            time.sleep(0.01)
+        time.sleep(0.2)
+
+    def cpu_seconds(self) -> float:
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(30)
+
+
+def load_cpu_seconds() -> float:
+    """CPU time of one run of the load (children's rusage difference)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(LOAD, check=True, capture_output=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def overhead(rounds: int) -> dict:
+    configs = {
+        "default_families": ["--families", DEFAULT_FAMILIES],
+        "all_families_syscall_on_load": ["--families", DEFAULT_FAMILIES + ",syscall", "--comm", "dd"],
+    }
+    samples: dict[str, list[float]] = {"baseline": [], **{k: [] for k in configs}}
+    for _ in range(rounds):
+        samples["baseline"].append(load_cpu_seconds())
+        for name, args in configs.items():
+            obs = Xobserve(*args)
+            try:
+                samples[name].append(load_cpu_seconds())
+            finally:
+                obs.stop()
+    base = statistics.median(samples["baseline"])
+    syscalls = 2 * int(LOAD[-1].split("=")[1])
+    out: dict = {
+        "load": " ".join(LOAD),
+        "rounds": rounds,
+        "baseline_cpu_s_median": base,
+    }
+    for name in configs:
+        med = statistics.median(samples[name])
+        out[name] = {
+            "cpu_s_median": med,
+            "ratio": med / base,
+            "added_ns_per_syscall": (med - base) / syscalls * 1e9,
+        }
+    out["samples"] = samples
+    return out
+
+
+def latencies(reader: FrameReader, count: int) -> list[float]:
+    """Microseconds from window close to the decoded frame in hand."""
+    out = []
+    reader.poll(5)
+    for _ in range(count):
+        frame = reader.poll(5)
+        if frame is None:
+            raise RuntimeError("no frame within 5 s")
+        out.append((time.monotonic_ns() - frame.window_end_ns) / 1e3)
+    return out
+
+
+def quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def delivery(seconds: float) -> dict:
+    out: dict = {}
+    for window_ms in (1, 10):
+        obs = Xobserve("--families", DEFAULT_FAMILIES, "--window-ms", str(window_ms))
+        try:
+            count = int(seconds * 1000 / window_ms)
+            for transport in ("shm", "zmq"):
+                reader: FrameReader = (
+                    ShmFrameReader(obs.shm, spin_s=3600) if transport == "shm" else ZmqFrameReader(obs.zmq)
+                )
+                with reader:
+                    lat = latencies(reader, count)
+                out[f"{transport}_{window_ms}ms"] = {
+                    "frames": count,
+                    "p50_us": quantile(lat, 0.50),
+                    "p99_us": quantile(lat, 0.99),
+                    "max_us": max(lat),
+                }
+        finally:
+            obs.stop()
+    return out
+
+
+def loss(seconds: float) -> dict:
+    obs = Xobserve("--families", DEFAULT_FAMILIES, "--window-ms", "1", "--duration", str(seconds + 2))
+    stats: dict[str, dict] = {}
+
+    def consume(name: str, reader: FrameReader) -> None:
+        with reader:
+            first = last = None
+            late = 0
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                frame = reader.poll(1)
+                if frame is None:
+                    continue
+                first = first or frame.seq
+                last = frame.seq
+                late += int(frame.values.get("xobserve.late_windows", 0))
+            s = reader.stats
+            stats[name] = {
+                "frames": s.frames,
+                "lost": s.lost,
+                "overruns": s.overruns,
+                "producer_dropped": s.producer_dropped,
+                "first_seq": first,
+                "last_seq": last,
+                "late_windows": late,
+            }
+
+    cpu0 = obs.cpu_seconds()
+    threads = [
+        threading.Thread(target=consume, args=("shm", ShmFrameReader(obs.shm))),
+        threading.Thread(target=consume, args=("zmq", ZmqFrameReader(obs.zmq))),
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    cpu = obs.cpu_seconds() - cpu0
+    obs.stop()
+    total_lost = sum(s["lost"] for s in stats.values())
+    return {
+        "seconds": seconds,
+        "window_ms": 1,
+        "frames_lost": total_lost,
+        "producer_dropped": max(s["producer_dropped"] for s in stats.values()),
+        "xobserve_cpu_fraction": cpu / seconds,
+        "consumers": stats,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved overhead rounds")
+    ap.add_argument("--latency-seconds", type=float, default=3.0, help="per transport and window")
+    ap.add_argument("--loss-seconds", type=float, default=60.0)
+    ap.add_argument("--out", type=Path, default=RESULTS)
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        raise SystemExit("bench_observers: run as root (xobserve loads BPF programs)")
+    started = time.time()
+    result = {
+        "component": "observers",
+        "host": {
+            "kernel": platform.release(),
+            "cpus": os.cpu_count(),
+            "pmu": "unavailable (software events)",
+        },
+        "overhead": overhead(args.rounds),
+        "delivery_latency": delivery(args.latency_seconds),
+        "loss_1khz": loss(args.loss_seconds),
+        "targets": {"overhead_ratio": 1.03, "shm_p99_us": 200, "zmq_p99_us": 1000, "frames_lost": 0},
+    }
+    result["runtime_s"] = time.time() - started
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    ov, dl, ls = result["overhead"], result["delivery_latency"], result["loss_1khz"]
+    print(f"overhead ratio default {ov['default_families']['ratio']:.3f}, "
+          f"all+syscall {ov['all_families_syscall_on_load']['ratio']:.3f}")  # fmt: skip
+    for k, v in dl.items():
+        print(f"{k}: p50 {v['p50_us']:.1f} us, p99 {v['p99_us']:.1f} us")
+    print(f"lost {ls['frames_lost']} frames in {ls['seconds']} s at 1 kHz; wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
