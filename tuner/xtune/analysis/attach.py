@@ -65,6 +65,9 @@ class KnobTable:
                 self.mm = mmap.mmap(fd, TABLE_SIZE)
         finally:
             os.close(fd)
+        # 8-byte fields go through a native int64 view: one aligned store, never torn for readers
+        # (struct.pack_into writes byte by byte).
+        self.words = memoryview(self.mm).cast("q")
         magic, version = struct.unpack_from("<IH", self.mm, 0)
         if magic != MAGIC or version != VERSION:
             raise SieError(f"{path}: not an xtune knob table (magic {magic:#x}, version {version})")
@@ -93,18 +96,19 @@ class KnobTable:
         self.mm[b : b + SLOT] = bytes(SLOT)
 
     def applied(self, slot: int) -> int:
-        return struct.unpack_from("<q", self.mm, self._base(slot) + OFF_APPLIED)[0]
+        return self.words[(self._base(slot) + OFF_APPLIED) // 8]
 
     def publish(self, slot: int, value: int, state: int = STATE_APPLIED) -> None:
         """Seqlock write of `applied`: the trampoline's aligned 8-byte load sees old or new."""
         b = self._base(slot)
-        seq = struct.unpack_from("<Q", self.mm, b + OFF_SEQ)[0]
-        struct.pack_into("<Q", self.mm, b + OFF_SEQ, seq + 1 | 1)
-        struct.pack_into("<q", self.mm, b + OFF_APPLIED, value)
+        seq = self.words[(b + OFF_SEQ) // 8]
+        self.words[(b + OFF_SEQ) // 8] = seq + 1 | 1
+        self.words[(b + OFF_APPLIED) // 8] = value
         struct.pack_into("<I", self.mm, b + OFF_STATE, state)
-        struct.pack_into("<Q", self.mm, b + OFF_SEQ, (seq + 1 | 1) + 1)
+        self.words[(b + OFF_SEQ) // 8] = (seq + 1 | 1) + 1
 
     def close(self) -> None:
+        self.words.release()
         self.mm.close()
 
 

@@ -1,0 +1,131 @@
+"""Bad input is refused with a clear reason; the target is never left patched or stopped."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import oracle
+import pytest
+import targets
+
+from xtune.analysis import attach as eng
+from xtune.analysis import scope as sc
+from xtune.analysis.spec import SpecError, spec_from_dict
+
+
+def proc_state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+def assert_untouched(pid: int, table: sc.ScopeTable) -> None:
+    assert oracle.live_bytes(pid, table)
+    assert proc_state(pid) not in ("t", "T"), "target left stopped"
+    assert not (eng.STATE_ROOT / str(pid)).exists()
+
+
+def test_unknown_pid(engine):
+    table = targets.analyzed("mt_target", [100, 50, 300])
+    with pytest.raises(eng.SieError, match="no such process"):
+        eng.attach(2**22 + 17, table, "", ["K"])
+
+
+def test_other_build_refused(engine):
+    table = targets.analyzed("mt_target", [100, 50, 300])
+    other = targets.analyzed("mt_target", [50, 100, 300])  # same program built with K = 50
+    t = oracle.Target(Path(other.binary.path))
+    try:
+        t.ask([1])
+        with pytest.raises(eng.SieError, match="live bytes .* differ from the scope table"):
+            eng.attach(t.p.pid, table, "", ["K"])
+        assert_untouched(t.p.pid, other)
+        assert t.ask([3]) == [str(3 + 1000000)]
+    finally:
+        t.close()
+
+
+def busy() -> tuple[sc.ScopeTable, subprocess.Popen[str]]:
+    table = targets.analyzed("busy_target", [100, 50, 300], flags="-O2")
+    assert table.consts[0].tunable, table.consts[0].refusals
+    p = subprocess.Popen([table.binary.path], stdout=subprocess.PIPE, text=True)
+    assert p.stdout and p.stdout.readline().strip() == "ready"
+    return table, p
+
+
+def test_span_occupied_too_long(engine):
+    table, p = busy()
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(eng.SieError, match=r"inside a safe span of K for longer than 300 ms"):
+            eng.attach(p.pid, table, "", ["K"], timeout_ms=300)
+        assert time.monotonic() - t0 < 10
+        assert_untouched(p.pid, table)
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_target_exits_during_attach(engine):
+    table, p = busy()
+    errors: list[str] = []
+
+    def attach() -> None:
+        try:
+            eng.attach(p.pid, table, "", ["K"], timeout_ms=20000)
+        except eng.SieError as e:
+            errors.append(str(e))
+
+    th = threading.Thread(target=attach)
+    th.start()
+    time.sleep(0.5)
+    p.kill()
+    p.wait()
+    th.join(30)
+    assert not th.is_alive()
+    assert errors and "exited" in errors[0]
+    assert not (eng.STATE_ROOT / str(p.pid)).exists()
+
+
+def test_bad_scope_tables(tmp_path):
+    table = targets.analyzed("mt_target", [100, 50, 300])
+    good = json.loads(table.to_json())
+    cases = {
+        "version": ({**good, "version": 99}, r"\$\.version: 99 is not supported"),
+        "expected": (_edit(good, "expected", "zz"), r"\$\.consts\[0\]\.spans\[0\]\.expected: not a hex"),
+        "patch": (_edit(good, "patch", "nop"), r"\.patch: 'nop' is not one of"),
+        "safe": (_edit(good, "safe", []), r"\.safe: a span needs at least one safe range"),
+    }
+    for name, (data, msg) in cases.items():
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(data))
+        with pytest.raises(sc.ScopeError, match=msg):
+            sc.load(str(path))
+    (tmp_path / "broken.json").write_text("{")
+    with pytest.raises(sc.ScopeError, match="not JSON: line 1"):
+        sc.load(str(tmp_path / "broken.json"))
+    assert sc.ScopeTable.from_json(table.to_json()).to_json() == table.to_json()
+
+
+def _edit(good: dict, key: str, value: object) -> dict:
+    data = json.loads(json.dumps(good))
+    data["consts"][0]["spans"][0][key] = value
+    return data
+
+
+def test_bad_specs(tmp_path):
+    src = tmp_path / "a.c"
+    src.write_text("#define N 4\nint f(int x) { return x * N; }\n")
+    spec = tmp_path / "spec.toml"
+    base = {"source": "a.c", "constant": "N", "values": [4, 8], "build": "gcc -c -o {out} {src}"}
+    with pytest.raises(SpecError, match="field `values`: need at least two"):
+        spec_from_dict({**base, "values": [4]}, spec)
+    with pytest.raises(SpecError, match="does not exist"):
+        spec_from_dict({**base, "source": "missing.c"}, spec)
+    with pytest.raises(SpecError, match="expected exactly one `#define M`"):
+        spec_from_dict({**base, "constant": "M"}, spec)
+    with pytest.raises(SpecError, match=r"needs the \{out\} placeholder"):
+        spec_from_dict({**base, "build": "gcc -c {src}"}, spec)
+    spec_from_dict(base, spec)

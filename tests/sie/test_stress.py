@@ -1,0 +1,45 @@
+"""8 worker threads run through the span while K changes 1000 times and SIE is armed and
+disarmed 100 times; results stay exact and the text is byte-exact after every disarm."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import oracle
+import targets
+
+from xtune.analysis import attach as eng
+
+
+def expect(n: int, k: int) -> str:
+    return str(n - k if n >= k else n + 1000000)
+
+
+def test_multithreaded_changes_and_cycles(engine):
+    table = targets.analyzed("mt_target", [100, 50, 300])
+    assert table.consts[0].tunable, table.consts[0].refusals
+    t = oracle.Target(Path(table.binary.path))
+    rnd = random.Random(5)
+    try:
+        assert t.ask([3, 200]) == [expect(3, 100), expect(200, 100)]
+        assert len(list(Path(f"/proc/{t.p.pid}/task").iterdir())) >= 9
+        eng.attach(t.p.pid, table, "", ["K"])
+        for _ in range(1000):
+            k = rnd.randint(1, 5000)
+            eng.set_value(t.p.pid, "K", k)
+            n = rnd.randint(0, 6000)
+            assert t.ask([n]) == [expect(n, k)]
+        eng.detach(t.p.pid)
+        assert oracle.live_bytes(t.p.pid, table)
+        for cycle in range(100):
+            eng.attach(t.p.pid, table, "", ["K"], timeout_ms=5000)
+            k = rnd.randint(1, 5000)
+            eng.set_value(t.p.pid, "K", k)
+            assert t.ask([77]) == [expect(77, k)], cycle
+            eng.detach(t.p.pid, timeout_ms=5000)
+            assert oracle.live_bytes(t.p.pid, table), f"text differs after disarm {cycle}"
+            assert t.ask([77]) == [expect(77, 100)]
+        assert t.p.poll() is None, "a worker saw an impossible result and aborted"
+    finally:
+        t.close()

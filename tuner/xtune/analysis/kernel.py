@@ -1,0 +1,170 @@
+"""`xtune analyze-kernel`: the scope table of kernel perf-consts, from Debian's own kernel source.
+
+Per perf-const: find its `#define`, compile each translation unit that uses it with the original
+value and two others (Debian's config, gcc-12: the distro's bytes, relocations aside), diff the
+machine code per function and fit IV = a*V + b with the shared engine (differ.py, lift.py), place
+the kernel spans (kernel_spans.py), check each function against the distro vmlinux
+(kernel_verify.py), and write
+  - the scope table (scope.py, the format every SIE engine reads), and
+  - the xsie spans file: the lines `xsiectl load` hands to /dev/xsie, one const id per perf-const.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import typer
+
+from xtune.analysis.differ import diff_functions
+from xtune.analysis.elfcode import ElfCode
+from xtune.analysis.kernel_build import KernelBuildError, KernelEnv, build_unit, find_define, units_using
+from xtune.analysis.kernel_spans import XSIE_REG, KernelFunction, kernel_function
+from xtune.analysis.kernel_verify import matches, vmlinux
+from xtune.analysis.scope import (
+    BinaryId,
+    PerfConst,
+    Refusal,
+    SafeRange,
+    ScopeTable,
+    SourceLocation,
+    Span,
+    StateExpr,
+    Update,
+)
+
+app = typer.Typer()
+
+
+@dataclass
+class KernelAnalysis:
+    table: ScopeTable
+    functions: dict[str, list[KernelFunction]]  # per perf-const
+    seconds: dict[str, float]  # analysis time per perf-const (builds included)
+
+
+def default_values(orig: int) -> list[int]:
+    """The original and two others of the same magnitude: far larger values change operand sizes
+    (e.g. gcc turns `add eax, imm8` into `add ax, imm16` once 2*V passes 127), which the differ
+    rightly counts as a different code shape."""
+    return [orig, orig // 2 + 1 if orig > 4 else orig + 3, orig + orig // 2 if orig > 2 else orig + 5]
+
+
+def analyze_const(
+    env: KernelEnv, name: str, values: list[int] | None = None, unit: str = "", fresh: bool = False
+) -> tuple[PerfConst, list[KernelFunction]]:
+    define = find_define(env.source, name)
+    vals = values or default_values(define.value)
+    if vals[0] != define.value:
+        vals = [define.value, *[v for v in vals if v != define.value]]
+    if len(vals) < 3:
+        raise KernelBuildError(f"{name}: need the original and two other values, got {vals}")
+    const = PerfConst(name, SourceLocation(define.file, define.line, name), vals, [], [])
+    image = vmlinux(env)
+    functions: list[KernelFunction] = []
+    for u in [unit] if unit else units_using(env.source, define):
+        codes = [ElfCode(build_unit(env, define, u, v, fresh)) for v in vals]
+        for d in diff_functions(codes):
+            if d.shape_error:
+                const.refusals.append(Refusal(d.name, "code shape depends on the constant", f"{u}: {d.shape_error}"))
+                continue
+            fn = codes[0].functions[d.name]
+            kf = kernel_function(d, fn, vals)
+            const.refusals += [Refusal(d.name, r, u) for r in kf.refusals]
+            if kf.spans and matches(image, fn) != 1:
+                const.refusals.append(Refusal(d.name, "the unit's code is not found once in the distro vmlinux", u))
+                continue
+            functions.append(kf)
+            const.spans += [_scope_span(kf, fn.vaddr, fn.section, fn.data, s) for s in kf.spans]
+    if not const.spans and not const.refusals:
+        const.refusals.append(Refusal("", "no function's code depends on the constant"))
+    return const, functions
+
+
+def _scope_span(kf: KernelFunction, vaddr: int, section: str, data: bytes, s) -> Span:  # type: ignore[no-untyped-def]
+    kind = {"set": "single_write", "cmp": "single_write", "scale": "inverse"}[s.update]
+    return Span(
+        function=kf.name,
+        section=section,
+        func_vaddr=vaddr,
+        start=s.check_start,
+        end=s.probe_end,
+        expected=data[s.check_start : s.probe_end].hex(),
+        state=StateExpr("flags" if s.update == "cmp" else "register", s.reg, "affine", s.a, s.b, s.width // 8, s.text),
+        update=Update(kind, f"xsie {s.update} {s.reg} before +{s.probe:#x}"),
+        patch="int3" if s.update == "cmp" else "jump",
+        patch_reason="a post-handler restores the register after the compare" if s.update == "cmp" else "",
+        trampoline="",
+        relocs=[],
+        safe=[SafeRange(0, kf.size)],
+        safe_reason=f"whole function: entry and {len(kf.exits)} exits monitored",
+    )
+
+
+def analyze(names: list[str], values: dict[str, list[int]], fresh: bool = False) -> KernelAnalysis:
+    env = KernelEnv.fetch()
+    t0 = time.monotonic()
+    consts, functions, seconds = [], {}, {}
+    for name in names:
+        t = time.monotonic()
+        const, fns = analyze_const(env, name, values.get(name), fresh=fresh)
+        consts.append(const)
+        functions[name] = fns
+        seconds[name] = round(time.monotonic() - t, 2)
+    binary = BinaryId(f"{env.package} {env.package_version}", "", "", "EXEC", 0)
+    table = ScopeTable(binary, consts, analysis_seconds=round(time.monotonic() - t0, 2))
+    table.notes.append(f"kernel {env.release}: units built from linux-source-6.1 with Debian's config and gcc-12")
+    return KernelAnalysis(table, functions, seconds)
+
+
+def xsie_lines(result: KernelAnalysis) -> list[str]:
+    """The spans file for `xsiectl load`: const ids in the order of the table."""
+    lines = []
+    for cid, const in enumerate(result.table.consts):
+        lines.append(f"const {cid} {const.name}")
+        v0 = const.values[0]
+        for kf in result.functions[const.name]:
+            for s in kf.spans:
+                data = next(sp.expected for sp in const.spans if sp.function == kf.name and sp.start == s.check_start)
+                lines.append(
+                    f"span {cid} {s.update} {kf.name} {s.check_start:#x} {data} {s.probe:#x} "
+                    f"{XSIE_REG[s.reg]} {s.width} {s.a} {s.b} {v0}"
+                )
+            lines.append(f"safe {cid} {kf.name} {','.join(hex(e) for e in kf.exits)}")
+    return lines
+
+
+@app.command("analyze-kernel")
+def analyze_kernel_cmd(
+    const: list[str] = typer.Argument(..., help="perf-const names, e.g. BLK_MAX_REQUEST_COUNT"),
+    output: Path = typer.Option(..., "-o", "--output", help="scope table to write (JSON)"),
+    xsie: Path = typer.Option(None, "--xsie", help="also write the spans file for `xsiectl load`"),
+    value: list[str] = typer.Option(None, "--values", help="NAME=V0,V1,V2 (default: original and two others)"),
+    fresh: bool = typer.Option(False, "--fresh", help="rebuild the units even if cached"),
+) -> None:
+    """Analyze kernel perf-consts against Debian's current kernel (per translation unit)."""
+    vals = {}
+    for item in value or []:
+        name, _, csv = item.partition("=")
+        try:
+            vals[name] = [int(v, 0) for v in csv.split(",")]
+        except ValueError as e:
+            typer.echo(f"error: --values {item!r}: expected NAME=V0,V1,V2", err=True)
+            raise typer.Exit(2) from e
+    try:
+        result = analyze(const, vals, fresh)
+    except KernelBuildError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from e
+    output.write_text(result.table.to_json())
+    if xsie:
+        xsie.write_text("\n".join(xsie_lines(result)) + "\n")
+    for c in result.table.consts:
+        typer.echo(f"{c.name}: {len(c.spans)} span(s), {len(c.refusals)} refusal(s), {result.seconds[c.name]} s")
+        for s in c.spans:
+            typer.echo(f"  span {s.function}+{s.start:#x}..{s.end:#x} [{s.update.text}] {s.state.text}")
+        for r in c.refusals:
+            typer.echo(f"  refused {r.function}: {r.reason} {r.detail}")
+    if not any(c.spans for c in result.table.consts):
+        raise typer.Exit(1)
