@@ -159,9 +159,10 @@ static int quiesce(struct target *t, const struct sie_plan *p, const struct sie_
 
 	while (busy(t, p, s, why, sizeof(why))) {
 		if (now_ms() >= deadline) {
-			snprintf(err, SIE_ERR_LEN,
-				 "refused: %s for longer than %d ms (%u tries); nothing was changed",
-				 why, o->timeout_ms, tries);
+			snprintf(
+				err, SIE_ERR_LEN,
+				"refused: %s for longer than %d ms (%u tries); nothing was changed",
+				why, o->timeout_ms, tries);
 			return -1;
 		}
 		target_resume(t);
@@ -194,7 +195,8 @@ static int check_bytes(struct target *t, const struct sie_plan *p, uint64_t bias
 				sprintf(b + 2 * k, "%02x", sp->expected[k]);
 			}
 			snprintf(err, SIE_ERR_LEN,
-				 "refused: span of %s at vaddr %#lx: live bytes %s differ from the scope "
+				 "refused: span of %s at vaddr %#lx: live bytes %s differ from the "
+				 "scope "
 				 "table's %s (another build of the binary, or already patched)",
 				 sp->name, sp->vaddr, a, b);
 			return -1;
@@ -244,7 +246,8 @@ static uint64_t build_page(struct sie_plan *p, struct sie_state *s, uint8_t *pag
 		back = (int32_t)(sp->live + (uint64_t)sp->len -
 				 (sp->tramp_live + (uint64_t)sp->tramp_len + 5));
 		memcpy(code + sp->tramp_len + 1, &back, 4);
-		off += ((uint64_t)sp->tramp_len + 5 + TRAMP_ALIGN - 1) & ~(uint64_t)(TRAMP_ALIGN - 1);
+		off += ((uint64_t)sp->tramp_len + 5 + TRAMP_ALIGN - 1) &
+		       ~(uint64_t)(TRAMP_ALIGN - 1);
 	}
 	return off;
 }
@@ -317,7 +320,8 @@ static int map_trampolines(struct target *t, const struct sie_plan *p, struct si
 		if (!cand)
 			break;
 		addr = target_syscall(t, SYS_mmap, (long)cand, (long)size, PROT_READ | PROT_EXEC,
-				      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0, err);
+				      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0,
+				      err);
 		if (addr == (long)cand) {
 			s->tramp_addr = cand;
 			s->tramp_size = size;
@@ -326,8 +330,8 @@ static int map_trampolines(struct target *t, const struct sie_plan *p, struct si
 		if (addr > 0)
 			target_syscall(t, SYS_munmap, addr, (long)size, 0, 0, 0, 0, err);
 	}
-	snprintf(err, SIE_ERR_LEN, "pid %d: no free address within 1 GiB of the text for trampolines",
-		 t->pid);
+	snprintf(err, SIE_ERR_LEN,
+		 "pid %d: no free address within 1 GiB of the text for trampolines", t->pid);
 	return -1;
 }
 
@@ -411,7 +415,8 @@ int sie_disarm(struct sie_plan *p, const struct sie_opts *o, struct sie_state *s
 		    (memcmp(live, patch, (size_t)sp->len) &&
 		     memcmp(live, sp->expected, (size_t)sp->len))) {
 			snprintf(err, SIE_ERR_LEN,
-				 "span of %s at %#lx holds neither our patch nor the original bytes: "
+				 "span of %s at %#lx holds neither our patch nor the original "
+				 "bytes: "
 				 "left as is",
 				 sp->name, sp->live);
 			goto fail;

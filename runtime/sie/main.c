@@ -18,8 +18,9 @@
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: xsie-user arm --pid PID --plan PLAN --state STATE [--timeout-ms N]\n"
-			"       xsie-user disarm --plan PLAN --state STATE [--timeout-ms N]\n");
+	fprintf(stderr,
+		"usage: xsie-user arm --pid PID --plan PLAN --state STATE [--timeout-ms N]\n"
+		"       xsie-user disarm --plan PLAN --state STATE [--timeout-ms N]\n");
 	exit(2);
 }
 
@@ -34,9 +35,9 @@ static double ms_since(const struct timespec *a)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"pid", required_argument, 0, 'p'},	   {"plan", required_argument, 0, 'l'},
-		{"state", required_argument, 0, 's'},	   {"timeout-ms", required_argument, 0, 't'},
-		{"verbose", no_argument, 0, 'v'},	   {0, 0, 0, 0},
+		{"pid", required_argument, 0, 'p'},   {"plan", required_argument, 0, 'l'},
+		{"state", required_argument, 0, 's'}, {"timeout-ms", required_argument, 0, 't'},
+		{"verbose", no_argument, 0, 'v'},     {0, 0, 0, 0},
 	};
 	static struct sie_plan plan;
 	struct sie_opts o = {.timeout_ms = 2000};

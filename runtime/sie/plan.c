@@ -111,7 +111,8 @@ int sie_plan_read(const char *path, struct sie_plan *p, char err[SIE_ERR_LEN])
 	}
 	fclose(f);
 	if (!p->knobs[0] || !p->nspans) {
-		snprintf(err, SIE_ERR_LEN, "plan %s: needs a knobs line and at least one span", path);
+		snprintf(err, SIE_ERR_LEN, "plan %s: needs a knobs line and at least one span",
+			 path);
 		return -1;
 	}
 	return 0;

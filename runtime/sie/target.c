@@ -40,7 +40,8 @@ static int wait_stopped(struct target *t, struct thread *th)
 			continue;
 		if (st >> 16 == PTRACE_EVENT_STOP || WSTOPSIG(st) == SIGTRAP)
 			return 0;
-		/* Signal-delivery stop: the thread is stopped; deliver the signal when it resumes. */
+		/* Signal-delivery stop: the thread is stopped; deliver the signal when it resumes.
+		 */
 		th->pending_sig = WSTOPSIG(st);
 		return 0;
 	}
@@ -155,8 +156,8 @@ int target_regs(struct target *t, int i, struct user_regs_struct *r)
 	return ptrace(PTRACE_GETREGS, t->threads[i].tid, 0, r) ? -1 : 0;
 }
 
-long target_syscall(struct target *t, long nr, long a1, long a2, long a3, long a4, long a5,
-		    long a6, char err[SIE_ERR_LEN])
+long target_syscall(struct target *t, long nr, long a1, long a2, long a3, long a4, long a5, long a6,
+		    char err[SIE_ERR_LEN])
 {
 	static const uint8_t code[] = {0x0f, 0x05, 0xcc}; /* syscall; int3 */
 	struct user_regs_struct saved, r;
@@ -191,12 +192,14 @@ long target_syscall(struct target *t, long nr, long a1, long a2, long a3, long a
 		for (;;) {
 			if (waitpid(th->tid, &st, __WALL) < 0 || WIFEXITED(st) || WIFSIGNALED(st)) {
 				th->gone = 1;
-				snprintf(err, SIE_ERR_LEN, "pid %d exited during a system call", t->pid);
+				snprintf(err, SIE_ERR_LEN, "pid %d exited during a system call",
+					 t->pid);
 				return -ESRCH;
 			}
 			if (WIFSTOPPED(st) && WSTOPSIG(st) == SIGTRAP)
 				break;
-			if (WIFSTOPPED(st) && st >> 16 == 0) /* a signal: keep it, let the call run */
+			if (WIFSTOPPED(st) &&
+			    st >> 16 == 0) /* a signal: keep it, let the call run */
 				th->pending_sig = WSTOPSIG(st);
 			ptrace(PTRACE_CONT, th->tid, 0, 0);
 		}
@@ -206,6 +209,7 @@ long target_syscall(struct target *t, long nr, long a1, long a2, long a3, long a
 	target_write(t, saved.rip, orig, sizeof(orig));
 	ptrace(PTRACE_SETREGS, th->tid, 0, &saved);
 	if (ret < 0 && ret > -4096)
-		snprintf(err, SIE_ERR_LEN, "system call %ld in pid %d: %s", nr, t->pid, strerror(-ret));
+		snprintf(err, SIE_ERR_LEN, "system call %ld in pid %d: %s", nr, t->pid,
+			 strerror(-ret));
 	return ret;
 }

@@ -35,7 +35,7 @@ int target_write(struct target *t, uint64_t addr, const void *buf, size_t len);
 int target_regs(struct target *t, int i, struct user_regs_struct *r);
 
 /* A system call in the first live thread; returns the kernel's result (-errno on failure). */
-long target_syscall(struct target *t, long nr, long a1, long a2, long a3, long a4, long a5,
-		    long a6, char err[SIE_ERR_LEN]);
+long target_syscall(struct target *t, long nr, long a1, long a2, long a3, long a4, long a5, long a6,
+		    char err[SIE_ERR_LEN]);
 
 #endif /* XTUNE_SIE_TARGET_H */

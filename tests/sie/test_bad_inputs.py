@@ -11,7 +11,6 @@ from pathlib import Path
 import oracle
 import pytest
 import targets
-
 from xtune.analysis import attach as eng
 from xtune.analysis import scope as sc
 from xtune.analysis.spec import SpecError, spec_from_dict

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import oracle
 import targets
-
 from xtune.analysis import attach as eng
 
 

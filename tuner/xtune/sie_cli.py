@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -16,11 +17,14 @@ app = typer.Typer()
 sie = typer.Typer(no_args_is_help=True, help="Retune compiled-in perf-consts of a running process.")
 app.add_typer(sie, name="sie")
 
+Pid = Annotated[int, typer.Option("--pid", help="the target process")]
+Timeout = Annotated[int, typer.Option("--timeout-ms", help="give up if threads stay in safe spans")]
+
 
 @app.command("analyze")
 def analyze(
-    spec: Path = typer.Argument(..., help="tunable spec (TOML)"),
-    output: Path = typer.Option(..., "-o", "--output", help="scope table to write (JSON)"),
+    spec: Annotated[Path, typer.Argument(help="tunable spec (TOML)")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="scope table to write (JSON)")],
 ) -> None:
     """Build with each value, diff, lift, and write the scope table; print spans and refusals."""
     from xtune.analysis.builder import analyze as run
@@ -33,11 +37,17 @@ def analyze(
         raise typer.Exit(2) from e
     output.write_text(table.to_json())
     for c in table.consts:
-        typer.echo(f"{c.name}: {len(c.spans)} span(s), {len(c.refusals)} refusal(s), {table.analysis_seconds} s")
+        typer.echo(
+            f"{c.name}: {len(c.spans)} span(s), {len(c.refusals)} refusal(s), {table.analysis_seconds} s"
+        )
         for s in c.spans:
-            typer.echo(f"  span {s.function}+{s.start:#x}..{s.end:#x} [{s.patch}] {s.state.text} ({s.update.kind})")
+            typer.echo(
+                f"  span {s.function}+{s.start:#x}..{s.end:#x} [{s.patch}] {s.state.text} ({s.update.kind})"
+            )
         for r in c.refusals:
             typer.echo(f"  refused {r.function}: {r.reason} {r.detail}")
+        if c.constraint:
+            typer.echo(f"  values must be: {c.constraint}")
     if not all(c.tunable for c in table.consts):
         raise typer.Exit(1)
 
@@ -49,11 +59,13 @@ def _fail(e: Exception) -> None:
 
 @sie.command("attach")
 def attach_cmd(
-    pid: int = typer.Option(..., "--pid"),
-    scope: Path = typer.Option(..., "--scope", help="scope table from `xtune analyze`"),
-    const: list[str] = typer.Option(None, "--const", help="perf-consts to arm (default: all tunable)"),
-    knobs: str = typer.Option("", "--knobs", help="knob table file to use (default: a private one)"),
-    timeout_ms: int = typer.Option(2000, "--timeout-ms", help="give up if threads stay in safe spans"),
+    pid: Pid,
+    scope: Annotated[Path, typer.Option("--scope", help="scope table from `xtune analyze`")],
+    const: Annotated[
+        list[str] | None, typer.Option("--const", help="perf-consts to arm (default: all)")
+    ] = None,
+    knobs: Annotated[str, typer.Option("--knobs", help="knob table file (default: a private one)")] = "",
+    timeout_ms: Timeout = 2000,
 ) -> None:
     """Arm the perf-consts of the scope table in process PID (one transaction)."""
     try:
@@ -61,11 +73,16 @@ def attach_cmd(
         att = eng.attach(pid, table, str(scope.resolve()), const or None, knobs, timeout_ms)
     except (sc.ScopeError, eng.SieError, FileNotFoundError) as e:
         _fail(e)
+        return
     typer.echo(f"armed {', '.join(att.slots)} in pid {pid} (knobs {att.knobs})")
 
 
 @sie.command("set")
-def set_cmd(pid: int = typer.Option(..., "--pid"), name: str = typer.Argument(...), value: int = typer.Argument(...)) -> None:
+def set_cmd(
+    pid: Pid,
+    name: Annotated[str, typer.Argument(help="perf-const")],
+    value: Annotated[int, typer.Argument(help="new value")],
+) -> None:
     """Give perf-const NAME the value VALUE in PID (effective at the next hit)."""
     try:
         att = eng.Attachment.load(pid)
@@ -76,17 +93,18 @@ def set_cmd(pid: int = typer.Option(..., "--pid"), name: str = typer.Argument(..
 
 
 @sie.command("detach")
-def detach_cmd(pid: int = typer.Option(..., "--pid"), timeout_ms: int = typer.Option(2000, "--timeout-ms")) -> None:
+def detach_cmd(pid: Pid, timeout_ms: Timeout = 2000) -> None:
     """Restore the original bytes in PID and unmap the trampolines."""
     try:
         eng.detach(pid, timeout_ms)
     except eng.SieError as e:
         _fail(e)
+        return
     typer.echo(f"detached from pid {pid}")
 
 
 @sie.command("status")
-def status_cmd(pid: int = typer.Option(..., "--pid")) -> None:
+def status_cmd(pid: Pid) -> None:
     """What is armed in PID and the values in effect."""
     try:
         typer.echo(json.dumps(eng.status(pid), indent=1))

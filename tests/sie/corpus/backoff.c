@@ -7,7 +7,10 @@
 
 __attribute__((noinline)) long compute(long n)
 {
-	long t = 1; for (int i = 0; i < (n & 15); i++) t = t * 2 < K ? t * 2 : K; return t;
+	long t = 1;
+	for (int i = 0; i < (n & 15); i++)
+		t = t * 2 < K ? t * 2 : K;
+	return t;
 }
 
 int main(void)

@@ -7,7 +7,10 @@
 
 __attribute__((noinline)) long compute(long n)
 {
-	long b = 0; for (long i = 0; i < (n < 0 ? 0 : n % 1000); i += K) b++; return b;
+	long b = 0;
+	for (long i = 0; i < (n < 0 ? 0 : n % 1000); i += K)
+		b++;
+	return b;
 }
 
 int main(void)

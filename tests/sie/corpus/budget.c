@@ -7,7 +7,12 @@
 
 __attribute__((noinline)) long compute(long n)
 {
-	long used = 0, served = 0; while (used + 7 <= K && served < n) { used += 7; served++; } return served;
+	long used = 0, served = 0;
+	while (used + 7 <= K && served < n) {
+		used += 7;
+		served++;
+	}
+	return served;
 }
 
 int main(void)

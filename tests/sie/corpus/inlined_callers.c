@@ -5,10 +5,22 @@
 
 #define K 64
 
-static inline long cap(long n) { return n > K ? K : n; }
-__attribute__((noinline)) long first(long n) { return cap(n) + 1; }
-__attribute__((noinline)) long second(long n) { return cap(n * 2) - 1; }
-__attribute__((noinline)) long compute(long n) { return first(n) * 1000 + second(n); }
+static inline long cap(long n)
+{
+	return n > K ? K : n;
+}
+__attribute__((noinline)) long first(long n)
+{
+	return cap(n) + 1;
+}
+__attribute__((noinline)) long second(long n)
+{
+	return cap(n * 2) - 1;
+}
+__attribute__((noinline)) long compute(long n)
+{
+	return first(n) * 1000 + second(n);
+}
 
 int main(void)
 {

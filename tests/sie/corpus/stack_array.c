@@ -7,7 +7,10 @@
 
 __attribute__((noinline)) long compute(long n)
 {
-	long a[K]; for (int i = 0; i < K; i++) a[i] = i * n; return a[(n < 0 ? -n : n) % K];
+	long a[K];
+	for (int i = 0; i < K; i++)
+		a[i] = i * n;
+	return a[(n < 0 ? -n : n) % K];
 }
 
 int main(void)

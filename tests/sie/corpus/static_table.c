@@ -7,7 +7,9 @@
 
 __attribute__((noinline)) long compute(long n)
 {
-	static long tab[K]; tab[(n < 0 ? -n : n) % K] += n; return tab[(n < 0 ? -n : n) % K];
+	static long tab[K];
+	tab[(n < 0 ? -n : n) % K] += n;
+	return tab[(n < 0 ? -n : n) % K];
 }
 
 int main(void)

@@ -9,7 +9,8 @@ volatile long limit_seen;
 
 __attribute__((noinline)) long compute(long n)
 {
-	limit_seen = K; return n + limit_seen;
+	limit_seen = K;
+	return n + limit_seen;
 }
 
 int main(void)

@@ -7,7 +7,10 @@
 
 __attribute__((noinline)) long compute(long n)
 {
-	long r = n < 0 ? -n : n; while (r >= K) r -= K; return r;
+	long r = n < 0 ? -n : n;
+	while (r >= K)
+		r -= K;
+	return r;
 }
 
 int main(void)

@@ -7,7 +7,8 @@
 
 __attribute__((noinline)) long compute(long n)
 {
-	int over = n > K; return over ? n - K : K - n;
+	int over = n > K;
+	return over ? n - K : K - n;
 }
 
 int main(void)

@@ -136,7 +136,9 @@ class Attachment:
 
 
 def _engine(args: list[str], timeout: float = 60) -> str:
-    r = subprocess.run([str(paths.binary("xsie-user")), *args], capture_output=True, text=True, timeout=timeout)
+    r = subprocess.run(
+        [str(paths.binary("xsie-user")), *args], capture_output=True, text=True, timeout=timeout
+    )
     if r.returncode != 0:
         raise SieError(r.stderr.strip() or f"xsie-user exited {r.returncode}")
     return r.stdout.strip()

@@ -67,7 +67,9 @@ def analyze_binaries(
         sizes = [c.objects.get(obj) for c in codes]
         if any(sz != size for sz in sizes):
             const.refusals.append(
-                Refusal(obj, "the constant changes data layout", f"object {obj} has sizes {sizes} in the builds")
+                Refusal(
+                    obj, "the constant changes data layout", f"object {obj} has sizes {sizes} in the builds"
+                )
             )
     for d in diff_functions(codes, only):
         _function(d, codes[0], values, const)
@@ -120,7 +122,10 @@ def _span(d: FunctionDiff, vaddr: int, section: str, first: int, seeds: dict, va
     start, end = insns[where.first].off, insns[where.last].off + insns[where.last].size
     loc = start_location(lifted.target, lifted.location, insns[first])
     if "<memory>" in loc:
-        ranges, reason = [(0, insns[-1].off + insns[-1].size)], "the constant is stored to non-stack memory: whole function"
+        ranges, reason = (
+            [(0, insns[-1].off + insns[-1].size)],
+            "the constant is stored to non-stack memory: whole function",
+        )
     else:
         ranges, reason = safe_span(insns, where.first, where.last, loc, vaddr)
     raw = b"".join(i.raw for i in insns[where.first : where.last + 1])
@@ -131,7 +136,9 @@ def _span(d: FunctionDiff, vaddr: int, section: str, first: int, seeds: dict, va
         start=start,
         end=end,
         expected=raw.hex(),
-        state=StateExpr(lifted.target, lifted.location, lifted.form, lifted.a, lifted.b, lifted.width, "; ".join(exprs)),
+        state=StateExpr(
+            lifted.target, lifted.location, lifted.form, lifted.a, lifted.b, lifted.width, "; ".join(exprs)
+        ),
         update=Update(lifted.kind, " | ".join(texts)),
         patch=where.patch,
         patch_reason=where.reason,

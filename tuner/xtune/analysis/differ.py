@@ -13,7 +13,9 @@ from xtune.analysis.elfcode import ElfCode
 class Seed:
     index: int  # instruction index in the function (same in every build)
     operand: str  # "imm" or "disp"
-    values: list[int]  # the operand in each build, in the order of the builds
+    # The operand in each build, in the order of the builds, as the first build's instruction reads
+    # it (a build that chose `sub x, -k` where the first has `add x, k` counts as k).
+    values: list[int]
 
 
 @dataclass
@@ -59,17 +61,21 @@ def _compare(name: str, listings: list[list[Insn]]) -> FunctionDiff:
     d = FunctionDiff(name, base)
     for other in listings[1:]:
         if len(other) != len(base):
-            d.shape_error = f"instruction count differs ({len(base)} vs {len(other)}): the compiler chose other code"
+            d.shape_error = (
+                f"instruction count differs ({len(base)} vs {len(other)}): the compiler chose other code"
+            )
             return d
         for a, b in zip(base, other, strict=True):
             if a.key != b.key:
                 d.shape_error = f"at +{a.off:#x}: `{a.mnemonic} {a.op_str}` vs `{b.mnemonic} {b.op_str}`"
                 return d
-    for i, ins in enumerate(base):
+    for i in range(len(base)):
         for kind, get in (("imm", lambda n: n.imms), ("disp", lambda n: n.disps)):
             cols = [get(lst[i]) for lst in listings]
             for k in range(len(cols[0])):
                 vals = [c[k] for c in cols]
                 if any(v != vals[0] for v in vals[1:]):
+                    if kind == "imm" and base[i].negated:  # back to the sign of the first build's `sub`
+                        vals = [-v for v in vals]
                     d.seeds.append(Seed(i, kind, vals))
     return d  # no seeds: only addresses moved (the layout around the function changed)

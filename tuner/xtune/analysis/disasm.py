@@ -98,7 +98,9 @@ def disassemble(code: ElfCode, fn: Function) -> list[Insn]:
         negated = ci.mnemonic == "sub" and len(imms) == 1 and "imm1" in parts
         if negated:
             parts[0], imms = "add", [-imms[0]]
-        out.append(Insn(len(out), off, ci.size, bytes(ci.bytes), ci.mnemonic, ci.op_str, ci, "", imms, disps, target))
+        out.append(
+            Insn(len(out), off, ci.size, bytes(ci.bytes), ci.mnemonic, ci.op_str, ci, "", imms, disps, target)
+        )
         out[-1].key = " ".join(parts)
         out[-1].negated = negated
     # Branch targets: an instruction index inside the function, a symbol outside it.

@@ -78,9 +78,11 @@ def lift(ins: Insn, seed: Seed, values: list[int]) -> Lifted:
     ci = ins.ci
     width = (ci.operands[0].size or 8) if seed.operand == "imm" else 8
     form, a, b = fit(values, seed.values, width)
-    m = "add" if ins.negated else ins.mnemonic
+    m = ins.mnemonic
     if ci.operands and ci.operands[0].type == x.X86_OP_REG and ci.reg_name(ci.operands[0].reg) == "rsp":
-        raise Unsupported(f"`{m} {ins.op_str}`: the stack frame size depends on the constant (an array on the stack)")
+        raise Unsupported(
+            f"`{m} {ins.op_str}`: the stack frame size depends on the constant (an array on the stack)"
+        )
     ops = _split_ops(ins.op_str)
     if seed.operand == "disp":
         if m != "lea":
@@ -105,9 +107,13 @@ def lift(ins: Insn, seed: Seed, values: list[int]) -> Lifted:
     if m in ("mov", "movabs"):
         if len(ops) != 2:
             raise Unsupported(f"`{m} {ins.op_str}`: unexpected operands")
-        return Lifted(target, ops[0], form, a, b, width, "single_write", scratch, [f"mov {loc}, {reg}"], False)
+        return Lifted(
+            target, ops[0], form, a, b, width, "single_write", scratch, [f"mov {loc}, {reg}"], False
+        )
     if m in READ_ONLY:
-        return Lifted("flags", "eflags", form, a, b, width, "single_write", scratch, [f"{m} {loc}, {reg}"], True)
+        return Lifted(
+            "flags", "eflags", form, a, b, width, "single_write", scratch, [f"{m} {loc}, {reg}"], True
+        )
     if m in REVERSIBLE or m in ("and", "or"):
         kind = "inverse" if m in REVERSIBLE else "dual_location"
         return Lifted(target, ops[0], form, a, b, width, kind, scratch, [f"{m} {loc}, {reg}"], True)
@@ -115,7 +121,11 @@ def lift(ins: Insn, seed: Seed, values: list[int]) -> Lifted:
         if dst.type != x.X86_OP_REG:
             raise Unsupported(f"`{m} {ins.op_str}`: unexpected destination")
         src = _rsp_adjust(ops[1])
-        body = [f"imul {ops[0]}, {reg}"] if ops[1] == ops[0] else [f"mov {ops[0]}, {src}", f"imul {ops[0]}, {reg}"]
+        body = (
+            [f"imul {ops[0]}, {reg}"]
+            if ops[1] == ops[0]
+            else [f"mov {ops[0]}, {src}", f"imul {ops[0]}, {reg}"]
+        )
         kind = "dual_location" if ops[1] == ops[0] else "single_write"
         return Lifted("register", ops[0], form, a, b, width, kind, scratch, body, True)
     if m in SHIFTS and len(ops) == 2:
@@ -159,7 +169,10 @@ def _regs(ci) -> list[int]:  # type: ignore[no-untyped-def]
 
 def _family(reg: str) -> str:
     table = {
-        "a": "rax", "b": "rbx", "c": "rcx", "d": "rdx",
+        "a": "rax",
+        "b": "rbx",
+        "c": "rcx",
+        "d": "rdx",
     }
     r = reg.lower()
     for k, fam in table.items():

@@ -285,7 +285,11 @@ def _parse_span(d: Any, w: str) -> Span:
 
 
 def _parse_const(d: Any, w: str) -> PerfConst:
-    _obj(d, w, {"name": str, "source": dict, "values": list, "spans": list, "refusals": list, "constraint": str})
+    _obj(
+        d,
+        w,
+        {"name": str, "source": dict, "values": list, "spans": list, "refusals": list, "constraint": str},
+    )
     src = _obj(d["source"], w + ".source", {"file": str, "line": int, "token": str})
     values = d["values"]
     if len(values) < 2 or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):

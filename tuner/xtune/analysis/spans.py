@@ -35,7 +35,9 @@ def place(insns: list[Insn], seed: int, func_vaddr: int) -> Placement:
     and indirect branches cannot be displaced; a direct jmp/jcc or a ret may end the run (a jump
     is relocated as rel32). Tried forward from the seed first, then starting earlier."""
     if any(i.indirect and i.is_jump for i in insns):
-        return Placement(seed, seed, "int3", "the function has an indirect jump (jump table): targets unknown")
+        return Placement(
+            seed, seed, "int3", "the function has an indirect jump (jump table): targets unknown"
+        )
     targets = branch_targets(insns, func_vaddr)
     reason = "no run of instructions around it holds a 5-byte jump"
     for first in range(seed, max(-1, seed - 5), -1):

@@ -78,7 +78,12 @@ def seed_piece(lifted: Lifted, ins: Insn) -> tuple[bytes, list[Reloc], str]:
             rip_target = ins.ci.address + ins.ci.size + m.disp
             body[k] = re.sub(r"\[rip[^\]]*\]", "[rip + 0x7fffffff]", line)
     lines = (
-        ["lea rsp, [rsp - 128]", f"push {s}", f"movabs {s}, {KNOB_PLACEHOLDER:#x}", f"mov {s}, qword ptr [{s}]"]
+        [
+            "lea rsp, [rsp - 128]",
+            f"push {s}",
+            f"movabs {s}, {KNOB_PLACEHOLDER:#x}",
+            f"mov {s}, qword ptr [{s}]",
+        ]
         + iv_code(lifted)
         + body
         + [f"pop {s}", "lea rsp, [rsp + 128]"]
