@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,7 +29,7 @@ static uint64_t now_ms(void)
 }
 
 /* The load bias of the main executable: start of its offset-0 mapping minus its first PT_LOAD. */
-static int find_bias(pid_t pid, uint64_t load_vaddr, uint64_t *bias, char err[SIE_ERR_LEN])
+int sie_find_bias(pid_t pid, uint64_t load_vaddr, uint64_t *bias, char err[SIE_ERR_LEN])
 {
 	char path[64], exe[SIE_PATH_LEN], line[SIE_PATH_LEN + 128];
 	ssize_t n;
@@ -104,6 +105,9 @@ static int in_ranges(const struct sie_plan *p, uint64_t bias, uint64_t a, const 
 			*name = sp->name;
 			return 1;
 		}
+		/* At its own first byte a span has not run yet: nothing of this hit is in flight. */
+		if (a == sp->vaddr + bias)
+			continue;
 		for (int k = 0; k < sp->nsafe; k++)
 			if (a >= sp->safe[k][0] + bias && a < sp->safe[k][1] + bias) {
 				*name = sp->name;
@@ -149,6 +153,29 @@ static int busy(struct target *t, const struct sie_plan *p, const struct sie_sta
 	return 0;
 }
 
+/*
+ * A thread stopped right after one of our int3 patches has not run the span yet: step it back
+ * onto the int3, so that it runs the span again (patched: through its trampoline; restored: the
+ * original instructions).
+ */
+static void rewind_traps(struct target *t, const struct sie_plan *p)
+{
+	for (int i = 0; i < t->nthreads; i++) {
+		struct user_regs_struct r;
+
+		if (t->threads[i].gone || target_regs(t, i, &r))
+			continue;
+		for (int k = 0; k < p->nspans; k++) {
+			const struct sie_span *sp = &p->spans[k];
+
+			if (sp->patch == SIE_PATCH_INT3 && sp->live && r.rip == sp->live + 1) {
+				r.rip = sp->live;
+				ptrace(PTRACE_SETREGS, t->threads[i].tid, 0, &r);
+			}
+		}
+	}
+}
+
 /* Stop the world at a moment when no thread is in a safe span; resume and retry otherwise. */
 static int quiesce(struct target *t, const struct sie_plan *p, const struct sie_state *s,
 		   const struct sie_opts *o, char err[SIE_ERR_LEN])
@@ -157,6 +184,7 @@ static int quiesce(struct target *t, const struct sie_plan *p, const struct sie_
 	char why[256];
 	unsigned int tries = 0;
 
+	rewind_traps(t, p);
 	while (busy(t, p, s, why, sizeof(why))) {
 		if (now_ms() >= deadline) {
 			snprintf(
@@ -166,9 +194,13 @@ static int quiesce(struct target *t, const struct sie_plan *p, const struct sie_
 			return -1;
 		}
 		target_resume(t);
-		usleep(200 + (unsigned int)(rand() % 800));
+		if (o->pause)
+			o->pause(t, p);
+		else
+			usleep(200 + (unsigned int)(rand() % 800));
 		if (target_stop(t, err))
 			return -1;
+		rewind_traps(t, p);
 		tries++;
 	}
 	return 0;
@@ -350,68 +382,74 @@ static int spans_reachable(const struct sie_plan *p, const struct sie_state *s,
 	return 0;
 }
 
-int sie_arm(pid_t pid, struct sie_plan *p, const struct sie_opts *o, struct sie_state *s,
-	    char err[SIE_ERR_LEN])
+int sie_arm_stopped(struct target *t, struct sie_plan *p, const struct sie_opts *o,
+		    struct sie_state *s, char err[SIE_ERR_LEN])
 {
 	static uint8_t page[SIE_MAX_SPANS * (SIE_MAX_BYTES + 32)];
-	static struct target t;
 	uint8_t patch[SIE_MAX_BYTES];
 	int i;
 
-	memset(s, 0, sizeof(*s));
-	s->pid = pid;
-	if (find_bias(pid, p->load_vaddr, &s->bias, err))
-		return -1;
-	if (target_attach(&t, pid, err))
-		return -1;
-	if (check_bytes(&t, p, s->bias, 1, err) || map_knobs(&t, p, s, err) ||
-	    map_trampolines(&t, p, s, err) || spans_reachable(p, s, err))
+	if (check_bytes(t, p, s->bias, 1, err) || map_knobs(t, p, s, err) ||
+	    map_trampolines(t, p, s, err) || spans_reachable(p, s, err))
 		goto undo;
 	memset(page, 0xcc, sizeof(page));
 	build_page(p, s, page);
-	if (target_write(&t, s->tramp_addr, page, page_bytes(p))) {
-		snprintf(err, SIE_ERR_LEN, "pid %d: cannot write the trampoline page", pid);
+	if (target_write(t, s->tramp_addr, page, page_bytes(p))) {
+		snprintf(err, SIE_ERR_LEN, "pid %d: cannot write the trampoline page", t->pid);
 		goto undo;
 	}
-	if (quiesce(&t, p, s, o, err) || check_bytes(&t, p, s->bias, 1, err))
+	if (quiesce(t, p, s, o, err) || check_bytes(t, p, s->bias, 1, err))
 		goto undo;
 	for (i = 0; i < p->nspans; i++) {
 		patch_bytes(&p->spans[i], patch);
-		if (target_write(&t, p->spans[i].live, patch, (size_t)p->spans[i].len))
+		if (target_write(t, p->spans[i].live, patch, (size_t)p->spans[i].len))
 			break;
 	}
 	if (i < p->nspans) {
-		snprintf(err, SIE_ERR_LEN, "pid %d: writing span %d failed", pid, i);
+		snprintf(err, SIE_ERR_LEN, "pid %d: writing span %d failed", t->pid, i);
 		while (i-- > 0)
-			target_write(&t, p->spans[i].live, p->spans[i].expected,
+			target_write(t, p->spans[i].live, p->spans[i].expected,
 				     (size_t)p->spans[i].len);
 		goto undo;
 	}
-	target_detach(&t);
 	return 0;
 undo:
-	if (!t.threads[0].gone)
-		unmap_remote(&t, s);
-	target_detach(&t);
+	if (!t->threads[0].gone)
+		unmap_remote(t, s);
 	return -1;
 }
 
-int sie_disarm(struct sie_plan *p, const struct sie_opts *o, struct sie_state *s,
-	       char err[SIE_ERR_LEN])
+int sie_arm(pid_t pid, struct sie_plan *p, const struct sie_opts *o, struct sie_state *s,
+	    char err[SIE_ERR_LEN])
 {
 	static struct target t;
+	int rc;
+
+	memset(s, 0, sizeof(*s));
+	s->pid = pid;
+	if (sie_find_bias(pid, p->load_vaddr, &s->bias, err))
+		return -1;
+	if (target_attach(&t, pid, err))
+		return -1;
+	rc = sie_arm_stopped(&t, p, o, s, err);
+	target_detach(&t);
+	return rc;
+}
+
+int sie_disarm_stopped(struct target *t, struct sie_plan *p, const struct sie_opts *o,
+		       struct sie_state *s, char err[SIE_ERR_LEN])
+{
+	static uint8_t scratch[SIE_MAX_SPANS * (SIE_MAX_BYTES + 32)];
 	uint8_t live[SIE_MAX_BYTES], patch[SIE_MAX_BYTES];
 
-	if (target_attach(&t, s->pid, err))
+	build_page(p, s, scratch); /* recomputes each span's live and trampoline addresses */
+	if (quiesce(t, p, s, o, err))
 		return -1;
-	if (quiesce(&t, p, s, o, err))
-		goto fail;
-	build_page(p, s, (uint8_t[SIE_MAX_SPANS * (SIE_MAX_BYTES + 32)]){0});
 	for (int i = 0; i < p->nspans; i++) {
 		struct sie_span *sp = &p->spans[i];
 
 		patch_bytes(sp, patch);
-		if (target_read(&t, sp->live, live, (size_t)sp->len) ||
+		if (target_read(t, sp->live, live, (size_t)sp->len) ||
 		    (memcmp(live, patch, (size_t)sp->len) &&
 		     memcmp(live, sp->expected, (size_t)sp->len))) {
 			snprintf(err, SIE_ERR_LEN,
@@ -419,17 +457,26 @@ int sie_disarm(struct sie_plan *p, const struct sie_opts *o, struct sie_state *s
 				 "bytes: "
 				 "left as is",
 				 sp->name, sp->live);
-			goto fail;
+			return -1;
 		}
 	}
 	for (int i = 0; i < p->nspans; i++)
-		target_write(&t, p->spans[i].live, p->spans[i].expected, (size_t)p->spans[i].len);
-	if (check_bytes(&t, p, s->bias, 1, err))
-		goto fail;
-	unmap_remote(&t, s);
-	target_detach(&t);
+		target_write(t, p->spans[i].live, p->spans[i].expected, (size_t)p->spans[i].len);
+	if (check_bytes(t, p, s->bias, 1, err))
+		return -1;
+	unmap_remote(t, s);
 	return 0;
-fail:
+}
+
+int sie_disarm(struct sie_plan *p, const struct sie_opts *o, struct sie_state *s,
+	       char err[SIE_ERR_LEN])
+{
+	static struct target t;
+	int rc;
+
+	if (target_attach(&t, s->pid, err))
+		return -1;
+	rc = sie_disarm_stopped(&t, p, o, s, err);
 	target_detach(&t);
-	return -1;
+	return rc;
 }

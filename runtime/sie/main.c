@@ -4,17 +4,55 @@
  *
  *   xsie-user arm    --pid PID --plan PLAN --state STATE [--timeout-ms N]
  *   xsie-user disarm --plan PLAN --state STATE [--timeout-ms N]
+ *   xsie-user serve  --pid PID --plan PLAN --state STATE [--timeout-ms N]
+ *
+ * `serve` is the int3 fallback: it arms, prints "armed" once the state file is written, stays
+ * attached serving breakpoint hits, and disarms on SIGTERM/SIGINT (then removes the state file).
  *
  * Exit status 0 on success; otherwise one line on stderr says what was refused and why, and the
  * target is left running unpatched (arm) or as it was (disarm).
  */
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "sie.h"
+
+static volatile int stop;
+static const char *state_path;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static void served(const struct sie_state *st)
+{
+	char err[SIE_ERR_LEN];
+
+	if (sie_state_write(state_path, st, err))
+		fprintf(stderr, "xsie-user: %s\n", err);
+	printf("armed pid %d (serving breakpoints as pid %d)\n", st->pid, st->server);
+	fflush(stdout);
+}
+
+static int serve(int pid, struct sie_plan *plan, const struct sie_opts *o, struct sie_state *st,
+		 char err[SIE_ERR_LEN])
+{
+	struct sigaction sa = {.sa_handler = on_signal}; /* no SA_RESTART: waitpid returns */
+
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	if (sie_serve(pid, plan, o, st, &stop, served, err))
+		return -1;
+	unlink(state_path);
+	return 0;
+}
 
 static void usage(void)
 {
@@ -41,7 +79,7 @@ int main(int argc, char **argv)
 	};
 	static struct sie_plan plan;
 	struct sie_opts o = {.timeout_ms = 2000};
-	const char *plan_path = NULL, *state_path = NULL;
+	const char *plan_path = NULL;
 	struct sie_state st;
 	char err[SIE_ERR_LEN] = "";
 	struct timespec t0;
@@ -86,6 +124,10 @@ int main(int argc, char **argv)
 			sie_disarm(&plan, &o, &st, err);
 			rc = -1;
 		}
+	} else if (!strcmp(argv[1], "serve")) {
+		if (pid <= 0)
+			usage();
+		rc = serve(pid, &plan, &o, &st, err);
 	} else if (!strcmp(argv[1], "disarm")) {
 		rc = sie_state_read(state_path, &st, err);
 		if (!rc)

@@ -64,9 +64,13 @@ struct sie_state {
 	pid_t server; /* int3 fallback: the process serving the breakpoints, 0 if none */
 };
 
+struct target;
+
 struct sie_opts {
 	int timeout_ms; /* give up waiting for threads to leave safe spans after this long */
 	int verbose;
+	/* Between two attempts to find the threads outside safe spans (default: sleep ~0.5 ms). */
+	void (*pause)(struct target *t, const struct sie_plan *p);
 };
 
 int sie_plan_read(const char *path, struct sie_plan *p, char err[SIE_ERR_LEN]);
@@ -79,5 +83,12 @@ int sie_arm(pid_t pid, struct sie_plan *p, const struct sie_opts *o, struct sie_
 /* Restore the original bytes of every span and unmap what arm mapped. */
 int sie_disarm(struct sie_plan *p, const struct sie_opts *o, struct sie_state *s,
 	       char err[SIE_ERR_LEN]);
+
+/*
+ * The int3 fallback: arm (spans marked int3 get a breakpoint), stay attached and send every hit
+ * to its trampoline, until *stop; then disarm. `ready` is called once armed.
+ */
+int sie_serve(pid_t pid, struct sie_plan *p, const struct sie_opts *o, struct sie_state *s,
+	      volatile int *stop, void (*ready)(const struct sie_state *s), char err[SIE_ERR_LEN]);
 
 #endif /* XTUNE_SIE_H */

@@ -38,4 +38,11 @@ int target_regs(struct target *t, int i, struct user_regs_struct *r);
 long target_syscall(struct target *t, long nr, long a1, long a2, long a3, long a4, long a5, long a6,
 		    char err[SIE_ERR_LEN]);
 
+/* The engine's steps on an already stopped target (engine.c), used by the int3 server. */
+int sie_find_bias(pid_t pid, uint64_t load_vaddr, uint64_t *bias, char err[SIE_ERR_LEN]);
+int sie_arm_stopped(struct target *t, struct sie_plan *p, const struct sie_opts *o,
+		    struct sie_state *s, char err[SIE_ERR_LEN]);
+int sie_disarm_stopped(struct target *t, struct sie_plan *p, const struct sie_opts *o,
+		       struct sie_state *s, char err[SIE_ERR_LEN]);
+
 #endif /* XTUNE_SIE_TARGET_H */

@@ -49,7 +49,7 @@ int knob_set(struct xrtd_knob *k, int64_t value, const char *reason, const char 
 		return ret;
 	}
 	if (value == old) {
-		table_publish(k, k->armed ? XT_KNOB_APPLIED : XT_KNOB_REGISTERED, 0, k->seen_gen);
+		table_publish(k, XT_KNOB_APPLIED, 0, k->seen_gen); /* already in effect */
 		return 0;
 	}
 	if (!k->armed) {

@@ -541,10 +541,12 @@ out:
 	return ret;
 }
 
-static void reply(struct client *c, const char *line)
+/* Answer one request line; false when the reply could not be sent (the client is dropped). */
+static bool reply(struct client *c, const char *line)
 {
 	char err[XRTD_ERR_LEN] = "";
 	struct jbuf body = {0}, msg = {0};
+	bool sent;
 	int ret;
 
 	xrtd.counters.requests++;
@@ -557,15 +559,11 @@ static void reply(struct client *c, const char *line)
 	} else {
 		jb_printf(&msg, "{\"ok\":true%.*s}\n", (int)body.len, body.p ? body.p : "");
 	}
-	for (size_t off = 0; off < msg.len;) {
-		ssize_t n = send(c->fd, msg.p + off, msg.len - off, MSG_NOSIGNAL);
-
-		if (n <= 0)
-			break;
-		off += n;
-	}
+	/* Never block on a client that does not read: the lease must be checked on time. */
+	sent = send(c->fd, msg.p, msg.len, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)msg.len;
 	jb_free(&body);
 	jb_free(&msg);
+	return sent;
 }
 
 static void client_close(int i)
@@ -589,7 +587,8 @@ static bool client_read(struct client *c)
 		*nl = 0;
 		if (nl > start && nl[-1] == '\r')
 			nl[-1] = 0;
-		reply(c, start);
+		if (!reply(c, start))
+			return false;
 		start = nl + 1;
 	}
 	c->len -= start - c->buf;

@@ -24,12 +24,19 @@ const char *journal_path(void)
 	return path;
 }
 
-static int append(struct jbuf *b)
+/*
+ * One record per write(): it reaches the page cache before the change it announces, so it
+ * survives any crash of xrtd. `durable` records are also fdatasync'd, surviving power loss: the
+ * arm records always (they hold the originals replay restores), the others with --journal-sync all.
+ */
+static int append(struct jbuf *b, bool durable)
 {
 	int ret = 0;
 
 	jb_printf(b, "\n");
-	if (write(journal_fd, b->p, b->len) != (ssize_t)b->len || fdatasync(journal_fd))
+	errno = 0;
+	if (write(journal_fd, b->p, b->len) != (ssize_t)b->len ||
+	    ((durable || xrtd.opt.journal_sync_all) && fdatasync(journal_fd)))
 		ret = -(errno ? errno : EIO);
 	jb_free(b);
 	return ret;
@@ -59,7 +66,7 @@ int journal_arm(const struct xrtd_knob *k)
 		jb_str(&b, k->enum_values[i]);
 	}
 	jb_printf(&b, "],\"original\":%" PRId64 "}", k->original);
-	return append(&b);
+	return append(&b, true);
 }
 
 int journal_set(const struct xrtd_knob *k, int64_t old, int64_t value, uint64_t txn)
@@ -70,7 +77,7 @@ int journal_set(const struct xrtd_knob *k, int64_t old, int64_t value, uint64_t 
 	knob_identity(&b, k);
 	jb_printf(&b, ",\"old\":%" PRId64 ",\"new\":%" PRId64 ",\"txn\":%" PRIu64 "}", old, value,
 		  txn);
-	return append(&b);
+	return append(&b, false);
 }
 
 static int knob_record(const struct xrtd_knob *k, const char *op)
@@ -80,7 +87,7 @@ static int knob_record(const struct xrtd_knob *k, const char *op)
 	jb_printf(&b, "{\"op\":\"%s\",", op);
 	knob_identity(&b, k);
 	jb_printf(&b, "}");
-	return append(&b);
+	return append(&b, false);
 }
 
 int journal_restored(const struct xrtd_knob *k)
@@ -98,7 +105,7 @@ int journal_txn(uint64_t txn, const char *what)
 	struct jbuf b = {0};
 
 	jb_printf(&b, "{\"op\":\"txn\",\"txn\":%" PRIu64 ",\"what\":\"%s\"}", txn, what);
-	return append(&b);
+	return append(&b, false);
 }
 
 /* One knob as the journal left it. */

@@ -36,7 +36,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: xrtd [--socket PATH] [--state-dir DIR] [--shm NAME]\n"
 		   "            [--allow BACKEND:GLOB]... [--lease-action good|original]\n"
-		   "            [--poll-us N]\n"
+		   "            [--poll-us N] [--journal-sync originals|all]\n"
 		   "Applies knob values with journal, lease and rollback (runtime/README.md).\n");
 }
 
@@ -49,6 +49,7 @@ static int parse_args(int argc, char **argv)
 		{"allow", required_argument, NULL, 'a'},
 		{"lease-action", required_argument, NULL, 'l'},
 		{"poll-us", required_argument, NULL, 'p'},
+		{"journal-sync", required_argument, NULL, 'j'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -96,6 +97,14 @@ static int parse_args(int argc, char **argv)
 				return -1;
 			}
 			xrtd.opt.poll_us = v;
+			break;
+		case 'j':
+			if (strcmp(optarg, "all") && strcmp(optarg, "originals")) {
+				fprintf(stderr, "xrtd: --journal-sync %s: all or originals\n",
+					optarg);
+				return -1;
+			}
+			xrtd.opt.journal_sync_all = !strcmp(optarg, "all");
 			break;
 		case 'h':
 			usage(stdout);

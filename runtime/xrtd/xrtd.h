@@ -16,7 +16,8 @@ struct xrtd_options {
 	const char *state_dir;
 	const char *shm_name;
 	enum lease_action lease_action;
-	unsigned poll_us; /* idle poll period of the table watcher */
+	unsigned poll_us;      /* idle poll period of the table watcher */
+	bool journal_sync_all; /* fdatasync every record, not only the originals */
 };
 
 struct xrtd_counters {

@@ -28,11 +28,16 @@ class Xrtd:
 
     def start(self) -> Xrtd:
         with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(
-                [str(paths.binary("xrtd")), "--socket", self.socket, "--state-dir", str(self.state_dir),
-                 "--shm", self.shm, *self.args],
-                stdout=log, stderr=log,
-            )  # fmt: skip
+            argv = [
+                "--socket",
+                self.socket,
+                "--state-dir",
+                str(self.state_dir),
+                "--shm",
+                self.shm,
+                *self.args,
+            ]
+            self.proc = subprocess.Popen([str(paths.binary("xrtd")), *argv], stdout=log, stderr=log)
         deadline = time.monotonic() + 10
         while not os.path.exists(self.socket):
             if self.proc.poll() is not None:
@@ -108,8 +113,9 @@ def xrtd(xrtd_factory) -> Xrtd:
 
 def sysctl_in(ns: str, key: str) -> str:
     path = "/proc/sys/" + key.replace(".", "/")
-    return subprocess.run(["ip", "netns", "exec", ns, "cat", path], check=True, capture_output=True,
-                          text=True).stdout.strip()  # fmt: skip
+    return subprocess.run(
+        ["ip", "netns", "exec", ns, "cat", path], check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 @pytest.fixture(scope="session")

@@ -101,8 +101,9 @@ def test_bad_input_is_refused_and_changes_nothing(xrtd, line, message):
 def test_enum_value_not_in_list_and_too_long_line(xrtd, netns):
     c = xrtd.client()
     before = sysctl_in(netns, "net.ipv4.tcp_congestion_control")
-    c.register("cc", "sysctl", "net.ipv4.tcp_congestion_control", enum=["reno", before],
-               netns=f"/run/netns/{netns}")  # fmt: skip
+    c.register(
+        "cc", "sysctl", "net.ipv4.tcp_congestion_control", enum=["reno", before], netns=f"/run/netns/{netns}"
+    )
     reply = c.call_raw(b'{"op":"set","name":"cc","value":"vegas"}')
     assert "'vegas' is not one of the knob's enum values" in reply["error"]
     reply = c.call_raw(b'{"op":"set","name":"cc","value":5}')

@@ -101,8 +101,9 @@ def test_fault_injection_kills_at_random_points(xrtd, netns):
     for round_ in range(60):
         c = xrtd.client()
         register(c, ns)
-        client = subprocess.Popen([sys.executable, "-c", CLIENT, xrtd.socket, ns], stdout=subprocess.PIPE,
-                                  stderr=subprocess.DEVNULL)  # fmt: skip
+        client = subprocess.Popen(
+            [sys.executable, "-c", CLIENT, xrtd.socket, ns], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
         assert client.stdout is not None and client.stdout.readline() == b"ready\n"
         time.sleep(rng.uniform(0.0, 0.05))
         victim = rng.choice(["xrtd", "client"])

@@ -37,8 +37,9 @@ def test_set_reads_back_and_sigterm_restores(xrtd, netns):
 def test_table_write_applies_without_a_request(xrtd, netns):
     """The tuner's path: write desired into shared memory; xrtd applies and publishes applied."""
     c = xrtd.client()
-    k = c.register("somaxconn", "sysctl", "net.core.somaxconn", min=128, max=65535,
-                   netns=f"/run/netns/{netns}")  # fmt: skip
+    k = c.register(
+        "somaxconn", "sysctl", "net.core.somaxconn", min=128, max=65535, netns=f"/run/netns/{netns}"
+    )
     with c.table() as table:
         assert table.index("somaxconn") == k["slot"]
         gen = table.write_desired(k["slot"], 2048)

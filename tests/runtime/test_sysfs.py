@@ -12,8 +12,9 @@ def loopdev(tmp_path):
     backing = tmp_path / "disk.img"
     with open(backing, "wb") as f:
         f.truncate(64 << 20)
-    dev = subprocess.run(["losetup", "-f", "--show", str(backing)], check=True, capture_output=True,
-                         text=True).stdout.strip()  # fmt: skip
+    dev = subprocess.run(
+        ["losetup", "-f", "--show", str(backing)], check=True, capture_output=True, text=True
+    ).stdout.strip()
     try:
         yield Path("/sys/block") / Path(dev).name / "queue"
     finally:

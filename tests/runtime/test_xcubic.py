@@ -11,14 +11,16 @@ FLOW_BYTES = 3_000_000
 
 
 def show(pin):
-    out = subprocess.run([str(paths.binary("xcubic")), "show", "--pin", pin], check=True, capture_output=True,
-                         text=True).stdout  # fmt: skip
+    out = subprocess.run(
+        [str(paths.binary("xcubic")), "show", "--pin", pin], check=True, capture_output=True, text=True
+    ).stdout
     return json.loads(out)
 
 
 def ops_map_id(pin):
-    out = subprocess.run(["bpftool", "-j", "map", "show", "pinned", f"{pin}/ops"], check=True,
-                         capture_output=True, text=True).stdout  # fmt: skip
+    out = subprocess.run(
+        ["bpftool", "-j", "map", "show", "pinned", f"{pin}/ops"], check=True, capture_output=True, text=True
+    ).stdout
     return json.loads(out)["id"]
 
 
@@ -45,8 +47,13 @@ def test_registered_and_selectable_per_socket_and_globally(xcubic, xrtd, pair):
 
     # Globally, through xrtd: the namespace's default congestion control as an enum knob.
     c = xrtd.client()
-    c.register("cc", "sysctl", "net.ipv4.tcp_congestion_control", enum=["cubic", "bbr", "reno", "xcubic"],
-               netns=f"/run/netns/{pair.a}")  # fmt: skip
+    c.register(
+        "cc",
+        "sysctl",
+        "net.ipv4.tcp_congestion_control",
+        enum=["cubic", "bbr", "reno", "xcubic"],
+        netns=f"/run/netns/{pair.a}",
+    )
     c.set("cc", "xcubic", reason="test: global selection")
     before = show(xcubic)["stats"]["flows"]
     flow = pair.flows("default", FLOW_BYTES)[0]
@@ -93,5 +100,10 @@ def test_hystart_knobs_change_behaviour_without_reload(xcubic, xrtd, pair):
 
     assert ops_map_id(xcubic) == map_id  # the same registered program throughout
     assert xrtd.stop() == 0
-    assert show(xcubic)["params"] == {**show(xcubic)["params"], "hystart_low_window": 16, "hystart_detect": 3,
-                                      "hystart_delay_min_us": 4000, "hystart_delay_max_us": 16000}  # fmt: skip
+    assert show(xcubic)["params"] == {
+        **show(xcubic)["params"],
+        "hystart_low_window": 16,
+        "hystart_detect": 3,
+        "hystart_delay_min_us": 4000,
+        "hystart_delay_max_us": 16000,
+    }

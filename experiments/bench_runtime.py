@@ -1,0 +1,177 @@
+"""Benchmark of the knob plane (xrtd): desired → applied latency through the shared table for the
+sysctl and bpf backends, control-socket operations per second, and xcubic's throughput against
+the kernel's cubic on the same veth flows. Writes experiments/results/runtime.json.
+
+Run as root after `make build`: .venv/bin/python experiments/bench_runtime.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from xtune import paths
+from xtune.knobs import KnobClient, KnobTable
+
+# The veth/netns flow helper is shared with the runtime tests.
+sys.path.insert(0, str(paths.ROOT / "tests" / "runtime"))
+from netpair import VethPair, unique_tag  # noqa: E402
+
+OUT = paths.ROOT / "experiments" / "results" / "runtime.json"
+
+
+def pct(samples: list[float], q: float) -> float:
+    s = sorted(samples)
+    return s[min(len(s) - 1, int(q * len(s)))]
+
+
+def summary(samples_ns: list[int]) -> dict[str, float]:
+    us = [s / 1000 for s in samples_ns]
+    return {"n": len(us), "p50_us": round(pct(us, 0.5), 1), "p99_us": round(pct(us, 0.99), 1),
+            "max_us": round(max(us), 1)}  # fmt: skip
+
+
+class Daemon:
+    """An xrtd with its state in `state_dir`; stopped (restoring its knobs) on leaving the block."""
+
+    def __init__(self, state_dir: Path, tag: str, *args: str) -> None:
+        self.socket = str(state_dir / "xrtd.sock")
+        argv = [
+            "--socket",
+            self.socket,
+            "--state-dir",
+            str(state_dir),
+            "--shm",
+            f"xt3-bench-{tag}-{os.getpid()}",
+        ]
+        self.proc = subprocess.Popen([str(paths.binary("xrtd")), *argv, *args], stderr=subprocess.DEVNULL)
+        while not os.path.exists(self.socket):
+            time.sleep(0.01)
+
+    def __enter__(self) -> KnobClient:
+        self.client = KnobClient(self.socket)
+        return self.client
+
+    def __exit__(self, *_exc: object) -> None:
+        self.client.close()
+        self.proc.terminate()
+        self.proc.wait()
+
+
+def table_latency(
+    table: KnobTable, slot: int, values: tuple[int, int], n: int, ring: bool, gap: float
+) -> list[int]:
+    """Write desired, spin until xrtd publishes applied for that generation; n samples."""
+    out = []
+    for i in range(n):
+        if gap:
+            time.sleep(gap)
+        t0 = time.perf_counter_ns()
+        gen = table.write_desired(slot, values[i % 2], ring=ring)
+        view = table.wait_applied(slot, gen, timeout=5)
+        out.append(time.perf_counter_ns() - t0)
+        assert view.state == "applied", view
+    return out
+
+
+def latency_suite(client: KnobClient, name: str, values: tuple[int, int], idle_n: int) -> dict:
+    table = client.table()
+    slot = table.index(name)
+    res = {
+        "burst_doorbell": summary(table_latency(table, slot, values, 2000, ring=True, gap=0)),
+        "burst_no_syscall": summary(table_latency(table, slot, values, 2000, ring=False, gap=0)),
+        # After 150 ms without writes the watcher is back at its idle poll period (1 ms).
+        "idle_no_syscall": summary(table_latency(table, slot, values, idle_n, ring=False, gap=0.15)),
+        "idle_doorbell": summary(table_latency(table, slot, values, idle_n, ring=True, gap=0.15)),
+    }
+    table.close()
+    return res
+
+
+def control_ops(client: KnobClient, name: str, seconds: float = 1.5) -> dict[str, float]:
+    res = {}
+    for op, fn in (("get", lambda i: client.get(name)), ("set", lambda i: client.set(name, 1000 + i % 2))):
+        n, t0 = 0, time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            fn(n)
+            n += 1
+        res[f"{op}_per_s"] = round(n / (time.perf_counter() - t0))
+    return res
+
+
+def throughput(pair: VethPair, nbytes: int, rounds: int) -> dict:
+    """Alternate cubic and xcubic flows on the same pair; median throughput of each and the ratio."""
+    mbps: dict[str, list[float]] = {"cubic": [], "xcubic": []}
+    for _ in range(rounds):
+        for cc in ("cubic", "xcubic"):
+            mbps[cc] += [f.mbps for f in pair.flows(cc, nbytes)]
+    med = {cc: statistics.median(v) for cc, v in mbps.items()}
+    return {
+        "flows_each": rounds,
+        "bytes_per_flow": nbytes,
+        "cubic_mbps_median": round(med["cubic"], 1),
+        "xcubic_mbps_median": round(med["xcubic"], 1),
+        "ratio_xcubic_over_cubic": round(med["xcubic"] / med["cubic"], 3),
+        "samples_mbps": {cc: [round(x, 1) for x in v] for cc, v in mbps.items()},
+    }
+
+
+def main() -> None:
+    if subprocess.run(["mountpoint", "-q", "/sys/fs/bpf"]).returncode:
+        subprocess.run(["mount", "-t", "bpf", "bpf", "/sys/fs/bpf"], check=True)
+    pin = f"/sys/fs/bpf/xt3-bench-{os.getpid()}"
+    subprocess.run([str(paths.binary("xcubic")), "load", "--pin", pin], check=True, capture_output=True)
+    ns = f"xt3-bench-{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    result: dict = {
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "host": {"kernel": platform.release(), "cpus": os.cpu_count()},
+        "command": "sudo .venv/bin/python experiments/bench_runtime.py",
+    }
+    try:
+        with (
+            tempfile.TemporaryDirectory(prefix="xt3-bench-", dir="/var/tmp") as disk,
+            Daemon(Path(disk), "disk") as c,
+        ):
+            # Journal on disk; the default sync policy: originals fdatasync'd, other records written.
+            c.register(
+                "somaxconn", "sysctl", "net.core.somaxconn", min=128, max=65535, netns=f"/run/netns/{ns}"
+            )
+            c.register("low_window", "bpf", f"{pin}/params:hystart_low_window", min=2, max=1 << 20)
+            result["desired_to_applied"] = {
+                "journal_sync": "originals",
+                "sysctl": latency_suite(c, "somaxconn", (1000, 1001), idle_n=40),
+                "bpf": latency_suite(c, "low_window", (17, 18), idle_n=40),
+            }
+            result["control_socket"] = control_ops(c, "somaxconn")
+        with (
+            tempfile.TemporaryDirectory(prefix="xt3-bench-", dir="/var/tmp") as disk,
+            Daemon(Path(disk), "sync-all", "--journal-sync", "all") as c,
+        ):
+            # Same disk, every record fdatasync'd: what full durability of each change costs.
+            c.register("low_window", "bpf", f"{pin}/params:hystart_low_window", min=2, max=1 << 20)
+            with c.table() as table:
+                slot = table.index("low_window")
+                samples = table_latency(table, slot, (17, 18), 1000, ring=True, gap=0)
+            result["journal_sync_all"] = {"bpf_burst_doorbell": summary(samples)}
+        with VethPair(unique_tag("xt3b")) as pair:
+            result["xcubic_vs_cubic"] = {"bottleneck_tbf_50mbit": throughput(pair, 3_000_000, 5)}
+        with VethPair(unique_tag("xt3c"), rate=None) as pair:
+            result["xcubic_vs_cubic"]["veth_unlimited"] = throughput(pair, 1_000_000_000, 5)
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], check=False)
+        subprocess.run([str(paths.binary("xcubic")), "unload", "--pin", pin], check=False)
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
