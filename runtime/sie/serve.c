@@ -76,6 +76,7 @@ static int serve_one(struct target *t, const struct sie_plan *p, int block)
 	} else if (st >> 16 == 0 && WSTOPSIG(st) != SIGSTOP) {
 		sig = WSTOPSIG(st); /* the target's own signal: deliver it */
 	}
+	if (sig) fprintf(stderr, "DBG tid %d st %#x sig %d rip %#llx\n", tid, st, sig, r.rip);
 	ptrace(PTRACE_CONT, tid, 0, sig);
 	return 0;
 }

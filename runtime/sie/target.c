@@ -33,6 +33,7 @@ static int wait_stopped(struct target *t, struct thread *th)
 			return -1;
 		}
 		if (WIFEXITED(st) || WIFSIGNALED(st)) {
+			fprintf(stderr, "DBG wait_stopped tid %d st %#x\n", th->tid, st);
 			th->gone = 1;
 			return -1;
 		}

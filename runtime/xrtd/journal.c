@@ -249,9 +249,11 @@ static int replay(char err[XRTD_ERR_LEN])
 		}
 		json_free(rec);
 	}
+	xrtd.replaying = true;
 	for (int i = n - 1; i >= 0; i--)
 		if (r[i].armed)
 			restore_replayed(&r[i]);
+	xrtd.replaying = false;
 	free(r);
 	free(text);
 	return bad;

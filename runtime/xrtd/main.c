@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -150,6 +152,21 @@ static int socket_dir(const char *path)
 	return mkdirs(dir);
 }
 
+/* One xrtd per state dir: a second one would replay (and undo) the first one's live journal. */
+static int lock_state_dir(const char *dir, char err[XRTD_ERR_LEN])
+{
+	char path[4096];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/lock", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600); /* held open until exit */
+	if (fd < 0)
+		return xrtd_errf(err, errno, "%s: %s", path, strerror(errno));
+	if (flock(fd, LOCK_EX | LOCK_NB))
+		return xrtd_errf(err, errno, "state dir %s is in use by another xrtd", dir);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	char err[XRTD_ERR_LEN];
@@ -170,13 +187,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "xrtd: cannot create state/socket directory: %s\n", strerror(-ret));
 		return 1;
 	}
-	if (audit_open(xrtd.opt.state_dir, err) || journal_open(xrtd.opt.state_dir, err)) {
+	if (lock_state_dir(xrtd.opt.state_dir, err) || audit_open(xrtd.opt.state_dir, err) ||
+	    journal_open(xrtd.opt.state_dir, err)) {
 		fprintf(stderr, "xrtd: %s\n", err);
 		return 1;
 	}
 	ret = table_create(xrtd.opt.shm_name);
 	if (ret) {
-		fprintf(stderr, "xrtd: /dev/shm/%s: %s\n", xrtd.opt.shm_name, strerror(-ret));
+		fprintf(stderr, "xrtd: /dev/shm/%s: %s\n", xrtd.opt.shm_name,
+			ret == -EADDRINUSE ? "in use by another running xrtd" : strerror(-ret));
 		return 1;
 	}
 	if (control_listen(xrtd.opt.socket_path, err)) {

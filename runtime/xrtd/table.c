@@ -2,6 +2,7 @@
 /* The shared knob table: xrtd creates it and is the only writer of everything but `desired`. */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -14,6 +15,17 @@ int table_create(const char *name)
 	struct xt_knob_table_header *h;
 	int fd;
 
+	fd = shm_open(name, O_RDONLY, 0);
+	if (fd >= 0) {
+		struct xt_knob_table_header old = {0};
+		bool live = pread(fd, &old, sizeof(old), 0) == sizeof(old) &&
+			    old.magic == XT_KNOB_TABLE_MAGIC && old.xrtd_pid &&
+			    (pid_t)old.xrtd_pid != getpid() && !kill(old.xrtd_pid, 0);
+
+		close(fd);
+		if (live)
+			return -EADDRINUSE;
+	}
 	/* A table left by a dead xrtd is replaced, never reused: its slots describe nothing. */
 	shm_unlink(name);
 	fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);

@@ -31,6 +31,7 @@ struct xrtd {
 	struct xrtd_knob *knobs[XT_KNOB_MAX]; /* by slot */
 	pthread_mutex_t lock;		      /* knobs, journal, backends, counters */
 	struct xrtd_counters counters;
+	bool replaying; /* journal replay: restoring originals, the allow-list does not apply */
 	bool lease_held;
 	uint64_t lease_deadline_ns;
 	volatile int stop;

@@ -171,13 +171,19 @@ class KnobTable:
             error=error,
         )
 
-    def wait_applied(self, index: int, gen: int, timeout: float = 1.0) -> SlotView:
-        """Spin until xrtd answered desired_gen `gen` (applied, refused or failed)."""
+    def wait_applied(self, index: int, gen: int, timeout: float = 1.0, spin: float = 0.001) -> SlotView:
+        """Wait until xrtd answered desired_gen `gen` (applied, refused or failed).
+
+        Spins for `spin` seconds (xrtd usually answers within tens of µs), then polls every 50 µs.
+        """
         off = self._off(index)
-        deadline = time.monotonic() + timeout
+        start = time.monotonic()
         while struct.unpack_from("<Q", self._mm, off + OFF_APPLIED_GEN)[0] < gen:
-            if time.monotonic() > deadline:
+            waited = time.monotonic() - start
+            if waited > timeout:
                 raise KnobError(f"slot {index}: xrtd did not answer gen {gen} within {timeout}s")
+            if waited > spin:
+                time.sleep(50e-6)
         return self.read(index)
 
 

@@ -1,0 +1,49 @@
+"""xrtd's own command line and instance safety: bad options, a busy state dir or table, --allow."""
+
+import subprocess
+
+import pytest
+from xtune import paths
+from xtune.knobs import KnobError
+
+
+def run_xrtd(*args, timeout=10):
+    return subprocess.run([str(paths.binary("xrtd")), *args], capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--lease-action", "panic"], "--lease-action panic: good or original"),
+        (["--poll-us", "0"], "--poll-us 0: 10..1000000"),
+        (["--shm", "a/b"], "--shm a/b: a name without '/'"),
+        (["--journal-sync", "sometimes"], "--journal-sync sometimes: all or originals"),
+        (["--allow", "nocolon"], "--allow nocolon: expected BACKEND:GLOB"),
+        (["--allow", "telepathy:*"], "unknown backend 'telepathy'"),
+        (["stray"], "unexpected argument 'stray'"),
+    ],
+)
+def test_bad_options_exit_with_a_message(tmp_path, args, message):
+    res = run_xrtd("--socket", str(tmp_path / "s"), "--state-dir", str(tmp_path / "st"), *args)
+    assert res.returncode == 2
+    assert message in res.stderr
+    assert not (tmp_path / "s").exists()
+
+
+def test_second_instance_on_same_state_dir_or_table_is_refused(xrtd, tmp_path):
+    res = run_xrtd("--socket", str(tmp_path / "other.sock"), "--state-dir", str(xrtd.state_dir))
+    assert res.returncode == 1 and f"state dir {xrtd.state_dir} is in use by another xrtd" in res.stderr
+    res = run_xrtd(
+        "--socket", str(tmp_path / "other.sock"), "--state-dir", str(tmp_path / "st2"), "--shm", xrtd.shm
+    )
+    assert res.returncode == 1 and "in use by another running xrtd" in res.stderr
+    assert xrtd.client().status()["knobs"] == 0  # the first one is untouched
+
+
+def test_allow_replaces_the_default_rules(xrtd_factory, netns):
+    x = xrtd_factory("--allow", "sysctl:net.core.somaxconn")
+    c = x.client()
+    ns = f"/run/netns/{netns}"
+    c.register("somaxconn", "sysctl", "net.core.somaxconn", min=128, max=65535, netns=ns)
+    with pytest.raises(KnobError, match="sysctl net.ipv4.tcp_fin_timeout is not on xrtd's allow-list"):
+        c.register("fin", "sysctl", "net.ipv4.tcp_fin_timeout", min=5, max=60, netns=ns)
