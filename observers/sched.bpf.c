@@ -64,8 +64,10 @@ int BPF_PROG(xo_sched_switch, bool preempt, struct task_struct *prev, struct tas
 
 	ts = bpf_map_lookup_elem(&queued_at, &next_pid);
 	if (ts) {
-		if (now > *ts)
+		if (now > *ts) {
 			xt_hist_add(&stats[cpu].runq_ns, now - *ts);
+			XT_ADD(stats[cpu].runq_wait_ns, now - *ts);
+		}
 		bpf_map_delete_elem(&queued_at, &next_pid);
 	}
 	return 0;

@@ -10,7 +10,7 @@
 static struct sched_bpf *skel;
 static struct sched_stats prev;
 static uint64_t busy_prev[XT_MAX_CPUS];
-static int id_switches, id_wakeups, id_runq, id_busy, id_cpu_busy[XT_MAX_CPUS];
+static int id_switches, id_wakeups, id_runq, id_wait, id_busy, id_cpu_busy[XT_MAX_CPUS];
 
 /* Busy ns of a CPU up to `now`, counting the task running since the last switch. */
 static uint64_t busy_until(int cpu, uint64_t now)
@@ -37,6 +37,8 @@ static int sched_start(const struct xt_options *opt)
 	id_switches = xt_signal_add("sched.switches", "switches", "counter", "raw_tp:sched_switch");
 	id_wakeups = xt_signal_add("sched.wakeups", "wakeups", "counter", "raw_tp:sched_wakeup");
 	id_runq = xt_quantiles_add("sched.runq_latency", "us", "raw_tp:sched_wakeup,sched_switch");
+	id_wait = xt_signal_add("sched.runq_wait", "us", "counter",
+				"raw_tp:sched_wakeup,sched_switch");
 	id_busy = xt_signal_add("sched.busy", "cpus", "gauge", "raw_tp:sched_switch");
 	for (cpu = 0; cpu < xt_nr_cpus(); cpu++) {
 		snprintf(name, sizeof(name), "sched.cpu%d.busy", cpu);
@@ -56,6 +58,7 @@ static void sched_collect(uint64_t window_ns)
 	xt_percpu_delta(skel->bss->stats, &prev, &d, sizeof(d));
 	xt_emit(id_switches, d.switches);
 	xt_emit(id_wakeups, d.wakeups);
+	xt_emit(id_wait, d.runq_wait_ns / 1e3);
 	xt_emit_quantiles(id_runq, d.runq_ns.slots, XT_HIST_SLOTS, 1e-3);
 	for (cpu = 0; cpu < xt_nr_cpus(); cpu++) {
 		busy = busy_until(cpu, now);

@@ -6,6 +6,7 @@
 struct sched_stats {
 	__u64 switches;
 	__u64 wakeups;
+	__u64 runq_wait_ns;	/* sum of the waits: / window = mean number of tasks waiting */
 	struct xt_hist runq_ns; /* wakeup (or preemption) -> running */
 } XT_PERCPU;
 

@@ -68,12 +68,15 @@ def test_cpu_contention_raises_run_queue_latency(start_observer):
         busy = frames_while(reader, contend, settle=0)
     middle = busy[2:-2]
     assert middle, "no frame in the middle of the contention"
-    # Four spinners on one CPU: it is fully busy and each waits for the other three's slices.
+    # Four spinners on one CPU: it is fully busy and three of them are always waiting. The run-queue
+    # wait (the sum of waits, system-wide) shows it whatever else runs on this shared machine; the
+    # p99 is system-wide too and can be dominated by other tasks' many short waits.
     assert min(f.values[f"sched.cpu{cpu}.busy"] for f in middle) > 0.9
-    p99_busy = max(f.values["sched.runq_latency.p99"] for f in middle)
-    p99_quiet = min(f.values["sched.runq_latency.p99"] for f in quiet if f)
-    assert p99_busy > 1000, p99_busy  # microseconds: whole time slices
-    assert p99_busy > 2 * p99_quiet, (p99_busy, p99_quiet)
+    waiting = [f.values["sched.runq_wait"] * 1e3 / f.window_ns for f in middle]
+    quiet_waiting = [f.values["sched.runq_wait"] * 1e3 / f.window_ns for f in quiet if f]
+    assert min(waiting) > 1.5, waiting  # tasks waiting on average (ideal: 3)
+    assert min(waiting) > 2 * max(quiet_waiting) or min(waiting) > max(quiet_waiting) + 1.5
+    assert max(f.values["sched.runq_latency.p99"] for f in middle) > 0
 
 
 def loopback_traffic(megabytes: int) -> None:
