@@ -176,3 +176,20 @@ def test_xobserve_refuses_to_append_to_a_foreign_file(xobserve, tmp_path):
     assert "notes.txt is not an xtune recording" in r.stderr
     assert foreign.read_text() == "my notes\n"
     assert not Path(f"/dev/shm/xt-test-foreign-{os.getpid()}").exists()  # the ring it opened is gone
+
+
+def test_xtune_observe_shows_the_live_signals(start_observer):
+    obs = start_observer("--families", "sched,pmu", "--window-ms", "20")
+    r = subprocess.run(
+        [XTUNE, "observe", "--shm", obs.shm, "--once", "--match", "sched."],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "sched.switches" in r.stdout and "pmu.page_faults" not in r.stdout
+    assert "pmu: unavailable" in r.stdout
+    r = subprocess.run(
+        [XTUNE, "observe", "--shm", "xt-test-nowhere", "--once"], capture_output=True, text=True
+    )
+    assert r.returncode == 1 and "no frame ring" in r.stderr
