@@ -52,18 +52,17 @@ int knob_set(struct xrtd_knob *k, int64_t value, const char *reason, const char 
 		table_publish(k, XT_KNOB_APPLIED, 0, k->seen_gen); /* already in effect */
 		return 0;
 	}
-	if (!k->armed) {
-		ret = journal_arm(k);
-		if (ret)
-			return xrtd_errf(err, -ret,
-					 "knob %s: journal write failed (%s): not applied", k->name,
-					 strerror(-ret));
+	ret = k->armed ? 0 : journal_arm(k);
+	if (!ret) {
 		k->armed = true;
+		ret = journal_set(k, old, value, current_txn);
 	}
-	ret = journal_set(k, old, value, current_txn);
-	if (ret)
+	if (ret) { /* nothing may change that the journal does not know about */
+		xrtd.counters.failed++;
+		table_publish(k, XT_KNOB_FAILED, -ret, k->seen_gen);
 		return xrtd_errf(err, -ret, "knob %s: journal write failed (%s): not applied",
 				 k->name, strerror(-ret));
+	}
 	k->kept = false;
 	table_publish(k, XT_KNOB_APPLYING, 0,
 		      __atomic_load_n(&k->shared->applied_gen, __ATOMIC_RELAXED));
@@ -159,7 +158,7 @@ int txn_commit(struct txn *t, char err[XRTD_ERR_LEN])
 	for (done = 0; done < t->count; done++) {
 		struct xrtd_knob *k = xrtd.knobs[t->sets[done].slot];
 
-		if (!k) {
+		if (!k || k->shared->reg_gen != t->sets[done].reg_gen) {
 			ret = xrtd_errf(err, ENOENT, "a knob of the transaction was unregistered");
 			break;
 		}

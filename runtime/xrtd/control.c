@@ -267,7 +267,8 @@ static int op_set(struct client *c, struct request *r, struct jbuf *out)
 				s = &c->txn.sets[i];
 		if (!s)
 			s = &c->txn.sets[c->txn.count++];
-		*s = (struct txn_set){.slot = k->slot, .value = value};
+		*s = (struct txn_set){
+			.slot = k->slot, .reg_gen = k->shared->reg_gen, .value = value};
 		snprintf(s->reason, sizeof(s->reason), "%s", reason ? reason : "");
 		jb_printf(out, ",\"queued\":true,\"txn\":%" PRIu64, c->txn.id);
 		return 0;

@@ -77,6 +77,7 @@ void lease_check(void);
 
 struct txn_set {
 	int slot;
+	uint64_t reg_gen; /* the slot's registration when queued: a re-registered slot is not it */
 	int64_t value;
 	char reason[128];
 };

@@ -1,5 +1,7 @@
 """xrtd's own command line and instance safety: bad options, a busy state dir or table, --allow."""
 
+import os
+import stat
 import subprocess
 
 import pytest
@@ -28,6 +30,10 @@ def test_bad_options_exit_with_a_message(tmp_path, args, message):
     assert res.returncode == 2
     assert message in res.stderr
     assert not (tmp_path / "s").exists()
+
+
+def test_socket_is_root_only(xrtd):
+    assert stat.S_IMODE(os.stat(xrtd.socket).st_mode) == 0o600
 
 
 def test_second_instance_on_same_state_dir_or_table_is_refused(xrtd, tmp_path):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 
@@ -29,7 +29,7 @@ def _client() -> KnobClient:
         _fail(exc)
 
 
-def _fail(exc: Exception) -> typer.Exit:
+def _fail(exc: Exception) -> NoReturn:
     typer.echo(f"error: {exc}", err=True)
     raise typer.Exit(1)
 
