@@ -503,13 +503,16 @@ static bool field_allowed(const char *fields, const char *key)
 	return false;
 }
 
-static int dispatch(struct client *c, const char *line, struct jbuf *out, char err[XRTD_ERR_LEN])
+static int dispatch(struct client *c, const char *line, size_t len, struct jbuf *out,
+		    char err[XRTD_ERR_LEN])
 {
 	struct request r = {.err = err};
 	const struct op *op = NULL;
 	struct json *j;
 	int ret;
 
+	if (strlen(line) != len)
+		return xrtd_errf(err, EINVAL, "request contains a NUL byte at %zu", strlen(line));
 	j = json_parse(line, err, XRTD_ERR_LEN);
 	if (!j)
 		return -EINVAL;
@@ -543,7 +546,7 @@ out:
 }
 
 /* Answer one request line; false when the reply could not be sent (the client is dropped). */
-static bool reply(struct client *c, const char *line)
+static bool reply(struct client *c, const char *line, size_t len)
 {
 	char err[XRTD_ERR_LEN] = "";
 	struct jbuf body = {0}, msg = {0};
@@ -551,7 +554,7 @@ static bool reply(struct client *c, const char *line)
 	int ret;
 
 	xrtd.counters.requests++;
-	ret = dispatch(c, line, &body, err);
+	ret = dispatch(c, line, len, &body, err);
 	if (ret) {
 		xrtd.counters.request_errors++;
 		jb_printf(&msg, "{\"ok\":false,\"error\":");
@@ -585,10 +588,12 @@ static bool client_read(struct client *c)
 		return false;
 	c->len += n;
 	while ((nl = memchr(start, '\n', c->buf + c->len - start))) {
-		*nl = 0;
-		if (nl > start && nl[-1] == '\r')
-			nl[-1] = 0;
-		if (!reply(c, start))
+		char *end = nl;
+
+		if (end > start && end[-1] == '\r')
+			end--;
+		*end = 0;
+		if (!reply(c, start, end - start))
 			return false;
 		start = nl + 1;
 	}

@@ -17,6 +17,7 @@ BAD_REQUESTS = [
     (b"{", "malformed JSON at byte 1"),
     (b'{"op":"set","name":"somaxconn","value":5', "malformed JSON"),
     (b'{"op":"get","name":"somaxconn"} trailing', "trailing characters"),
+    (b'{"op":"status"}\0{"op":"set","name":"somaxconn","value":9000}', "request contains a NUL byte at 15"),
     (b"[1,2]", "must be a JSON object, not array"),
     (b'{"name":"somaxconn"}', "missing field 'op'"),
     (b'{"op":42}', "field 'op' must be a string"),

@@ -1,6 +1,8 @@
 """xrtd's own command line and instance safety: bad options, a busy state dir or table, --allow."""
 
+import json
 import os
+import socket
 import stat
 import subprocess
 
@@ -53,3 +55,13 @@ def test_allow_replaces_the_default_rules(xrtd_factory, netns):
     c.register("somaxconn", "sysctl", "net.core.somaxconn", min=128, max=65535, netns=ns)
     with pytest.raises(KnobError, match="sysctl net.ipv4.tcp_fin_timeout is not on xrtd's allow-list"):
         c.register("fin", "sysctl", "net.ipv4.tcp_fin_timeout", min=5, max=60, netns=ns)
+
+
+def test_pipelined_requests_get_one_reply_each_in_order(xrtd):
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect(xrtd.socket)
+        s.sendall(b'{"op":"status"}\r\n{"op":"list"}\n{"op":"nope"}\n')
+        f = s.makefile("rb")
+        replies = [json.loads(f.readline()) for _ in range(3)]
+    assert [r["ok"] for r in replies] == [True, True, False]
+    assert "pid" in replies[0] and replies[1]["knobs"] == [] and "unknown op" in replies[2]["error"]
