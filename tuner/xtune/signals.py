@@ -100,10 +100,12 @@ class Catalog:
     version: int = 1
     by_id: dict[int, SignalInfo] = field(init=False, repr=False)
     by_name: dict[str, SignalInfo] = field(init=False, repr=False)
+    names: dict[int, str] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.by_id = {s.id: s for s in self.signals}
         self.by_name = {s.name: s for s in self.signals}
+        self.names = {s.id: s.name for s in self.signals}
 
     @classmethod
     def from_json(cls, data: bytes | str) -> Catalog:
@@ -171,11 +173,13 @@ def decode_frame(data: bytes, catalog: Catalog | None) -> Frame:
     """Decode one frame (the bytes of signal.h) and name its items with `catalog`."""
     seq, start, end, count, flags, dropped = frame_header(data)
     header_size = _FRAME_HEADER.unpack_from(data)[2]
+    names = catalog.names if catalog else {}
     values: dict[str, float] = {}
     empty: set[str] = set()
-    for i in range(count):
-        sid, iflags, value = _ITEM.unpack_from(data, header_size + i * _ITEM.size)
-        name = catalog.name_of(sid) if catalog else f"#{sid}"
+    for sid, iflags, value in _ITEM.iter_unpack(
+        memoryview(data)[header_size : header_size + count * _ITEM.size]
+    ):
+        name = names.get(sid) or f"#{sid}"
         values[name] = value
         if iflags & ITEM_EMPTY:
             empty.add(name)
