@@ -34,8 +34,12 @@ def pct(samples: list[float], q: float) -> float:
 
 def summary(samples_ns: list[int]) -> dict[str, float]:
     us = [s / 1000 for s in samples_ns]
-    return {"n": len(us), "p50_us": round(pct(us, 0.5), 1), "p99_us": round(pct(us, 0.99), 1),
-            "max_us": round(max(us), 1)}  # fmt: skip
+    return {
+        "n": len(us),
+        "p50_us": round(pct(us, 0.5), 1),
+        "p99_us": round(pct(us, 0.99), 1),
+        "max_us": round(max(us), 1),
+    }
 
 
 class Daemon:
@@ -109,8 +113,8 @@ def control_ops(client: KnobClient, name: str, seconds: float = 1.5) -> dict[str
 def throughput(pair: VethPair, nbytes: int, rounds: int) -> dict:
     """Alternate cubic and xcubic flows on the same pair; median throughput of each and the ratio."""
     mbps: dict[str, list[float]] = {"cubic": [], "xcubic": []}
-    for _ in range(rounds):
-        for cc in ("cubic", "xcubic"):
+    for r in range(rounds):
+        for cc in ("cubic", "xcubic") if r % 2 == 0 else ("xcubic", "cubic"):  # ABBA: no order bias
             mbps[cc] += [f.mbps for f in pair.flows(cc, nbytes)]
     med = {cc: statistics.median(v) for cc, v in mbps.items()}
     return {
@@ -121,6 +125,40 @@ def throughput(pair: VethPair, nbytes: int, rounds: int) -> dict:
         "ratio_xcubic_over_cubic": round(med["xcubic"] / med["cubic"], 3),
         "samples_mbps": {cc: [round(x, 1) for x in v] for cc, v in mbps.items()},
     }
+
+
+def xcubic_stats(pin: str) -> dict[str, int]:
+    out = subprocess.run([str(paths.binary("xcubic")), "show", "--pin", pin], check=True, capture_output=True)
+    return json.loads(out.stdout)["stats"]
+
+
+def hystart_sweep(c: KnobClient, pair: VethPair, pin: str, flows: int = 3) -> list[dict]:
+    """HyStart by delay increase only, its threshold clamped to one value per row (set live
+    through xrtd): how many flows leave slow start by HyStart, and their mean cwnd at that moment."""
+    params = f"{pin}/params"
+    c.register("detect", "bpf", f"{params}:hystart_detect", min=0, max=3)
+    c.register("delay_min", "bpf", f"{params}:hystart_delay_min_us", min=1000, max=100000)
+    c.register("delay_max", "bpf", f"{params}:hystart_delay_max_us", min=1000, max=100000)
+    rows = []
+    for clamp_us in (4000, 8000, 16000, 32000):
+        with c.transaction():
+            c.set("detect", 2, reason="bench: delay detection only")
+            c.set("delay_min", clamp_us, reason="bench")
+            c.set("delay_max", clamp_us, reason="bench")
+        s0 = xcubic_stats(pin)
+        pair.flows("xcubic", 3_000_000, flows)
+        s1 = xcubic_stats(pin)
+        exits = s1["hystart_delay_exits"] - s0["hystart_delay_exits"]
+        cwnd = s1["exit_cwnd_sum"] - s0["exit_cwnd_sum"]
+        rows.append(
+            {
+                "delay_clamp_us": clamp_us,
+                "flows": flows,
+                "hystart_exits": exits,
+                "mean_exit_cwnd": round(cwnd / exits, 1) if exits else None,
+            }
+        )
+    return rows
 
 
 def main() -> None:
@@ -162,9 +200,14 @@ def main() -> None:
                 samples = table_latency(table, slot, (17, 18), 1000, ring=True, gap=0)
             result["journal_sync_all"] = {"bpf_burst_doorbell": summary(samples)}
         with VethPair(unique_tag("xt3b")) as pair:
-            result["xcubic_vs_cubic"] = {"bottleneck_tbf_50mbit": throughput(pair, 3_000_000, 5)}
+            result["xcubic_vs_cubic"] = {"bottleneck_tbf_50mbit": throughput(pair, 3_000_000, 4)}
+            with (
+                tempfile.TemporaryDirectory(prefix="xt3-bench-", dir="/var/tmp") as disk,
+                Daemon(Path(disk), "hystart") as c,
+            ):
+                result["hystart_delay_clamp"] = hystart_sweep(c, pair, pin)
         with VethPair(unique_tag("xt3c"), rate=None) as pair:
-            result["xcubic_vs_cubic"]["veth_unlimited"] = throughput(pair, 1_000_000_000, 5)
+            result["xcubic_vs_cubic"]["veth_unlimited"] = throughput(pair, 1_000_000_000, 8)
     finally:
         subprocess.run(["ip", "netns", "del", ns], check=False)
         subprocess.run([str(paths.binary("xcubic")), "unload", "--pin", pin], check=False)

@@ -136,7 +136,7 @@ int xrtd_knob_parse(const struct xrtd_knob *k, const char *text, int64_t *value,
 				 "%s: holds an enum ('%s'); register it with enum values",
 				 k->target, text);
 	errno = 0;
-	*value = strtoll(s, &end, 0);
+	*value = strtoll(s, &end, 10);
 	if (errno || end == s || end != s + len)
 		return xrtd_errf(err, EINVAL, "%s: '%.*s' is not an integer", k->target, (int)len,
 				 s);
