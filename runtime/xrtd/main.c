@@ -38,7 +38,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: xrtd [--socket PATH] [--state-dir DIR] [--shm NAME]\n"
 		   "            [--allow BACKEND:GLOB]... [--lease-action good|original]\n"
-		   "            [--poll-us N] [--journal-sync originals|all]\n"
+		   "            [--poll-us N] [--journal-sync originals|all] [--rt-priority N]\n"
 		   "Applies knob values with journal, lease and rollback (runtime/README.md).\n");
 }
 
@@ -52,6 +52,7 @@ static int parse_args(int argc, char **argv)
 		{"lease-action", required_argument, NULL, 'l'},
 		{"poll-us", required_argument, NULL, 'p'},
 		{"journal-sync", required_argument, NULL, 'j'},
+		{"rt-priority", required_argument, NULL, 'r'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -107,6 +108,14 @@ static int parse_args(int argc, char **argv)
 				return -1;
 			}
 			xrtd.opt.journal_sync_all = !strcmp(optarg, "all");
+			break;
+		case 'r':
+			v = strtol(optarg, &end, 10);
+			if (*end || v < 0 || v > 99) {
+				fprintf(stderr, "xrtd: --rt-priority %s: 0..99\n", optarg);
+				return -1;
+			}
+			xrtd.opt.rt_priority = v;
 			break;
 		case 'h':
 			usage(stdout);

@@ -18,6 +18,7 @@ struct xrtd_options {
 	enum lease_action lease_action;
 	unsigned poll_us;      /* idle poll period of the table watcher */
 	bool journal_sync_all; /* fdatasync every record, not only the originals */
+	int rt_priority;       /* SCHED_FIFO priority of the table watcher, 0 = normal scheduling */
 };
 
 struct xrtd_counters {

@@ -22,6 +22,7 @@ def run_xrtd(*args, timeout=10):
         (["--poll-us", "0"], "--poll-us 0: 10..1000000"),
         (["--shm", "a/b"], "--shm a/b: a name without '/'"),
         (["--journal-sync", "sometimes"], "--journal-sync sometimes: all or originals"),
+        (["--rt-priority", "100"], "--rt-priority 100: 0..99"),
         (["--allow", "nocolon"], "--allow nocolon: expected BACKEND:GLOB"),
         (["--allow", "telepathy:*"], "unknown backend 'telepathy'"),
         (["stray"], "unexpected argument 'stray'"),
