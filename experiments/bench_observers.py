@@ -142,10 +142,27 @@ def low_timer_slack() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(29, 1, 0, 0, 0)  # PR_SET_TIMERSLACK, 1 ns
 
 
+def wakeup_lateness(count: int) -> dict:
+    """Control on the same host: how late a plain 1 ms sleep of this process wakes up (us).
+
+    Frame delivery cannot beat the scheduler; this separates its noise from the transports'."""
+    late = []
+    gc.disable()
+    try:
+        for _ in range(count):
+            t0 = time.monotonic_ns()
+            time.sleep(0.001)
+            late.append((time.monotonic_ns() - t0) / 1e3 - 1000)
+    finally:
+        gc.enable()
+    return {"sleeps": count, "p50_us": quantile(late, 0.5), "p99_us": quantile(late, 0.99)}
+
+
 def delivery(seconds: float, reps: int) -> dict:
     """Each transport and window `reps` times; the machine is shared, so every repetition is kept."""
     low_timer_slack()
     out: dict = {"load_average_1m_before": os.getloadavg()[0], "reps": reps}
+    out["control_sleep_1ms_lateness"] = wakeup_lateness(int(seconds * 1000))
     for window_ms in (1, 10):
         obs = Xobserve("--families", DEFAULT_FAMILIES, "--window-ms", str(window_ms))
         try:
@@ -181,6 +198,7 @@ def loss(seconds: float) -> dict:
         with reader:
             first = last = None
             late = 0
+            collect: list[float] = []
             end = time.monotonic() + seconds
             while time.monotonic() < end:
                 frame = reader.poll(1)
@@ -189,6 +207,7 @@ def loss(seconds: float) -> dict:
                 first = first or frame.seq
                 last = frame.seq
                 late += int(frame.values.get("xobserve.late_windows", 0))
+                collect.append(frame.values.get("xobserve.collect_us", 0.0))
             s = reader.stats
             stats[name] = {
                 "frames": s.frames,
@@ -198,6 +217,8 @@ def loss(seconds: float) -> dict:
                 "first_seq": first,
                 "last_seq": last,
                 "late_windows": late,
+                "collect_us_p50": quantile(collect, 0.5) if collect else None,
+                "collect_us_p99": quantile(collect, 0.99) if collect else None,
             }
 
     cpu0 = obs.cpu_seconds()
@@ -254,8 +275,9 @@ def main() -> None:
         print(f"{load}: overhead ratio default {o['default_families']['ratio']:.3f}, "
               f"all+syscall {o['all_families_syscall_on_load']['ratio']:.3f}")  # fmt: skip
     for k, v in dl.items():
-        if isinstance(v, dict):
+        if isinstance(v, dict) and "p99_us_per_rep" in v:
             print(f"{k}: p50 {v['p50_us']:.1f} us, p99 {v['p99_us']:.1f} us (per rep {v['p99_us_per_rep']})")
+    print(f"control: a 1 ms sleep wakes {dl['control_sleep_1ms_lateness']['p99_us']:.1f} us late at p99")
     print(f"lost {ls['frames_lost']} frames in {ls['seconds']} s at 1 kHz; wrote {args.out}")
 
 
