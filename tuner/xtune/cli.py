@@ -17,6 +17,7 @@ def version() -> None:
 
 
 # Registration: one line per concern module (keep sorted).
+app.add_typer(__import__("xtune.analysis.kernel", fromlist=["app"]).app)  # analyze-kernel
 app.add_typer(__import__("xtune.knobs_cli", fromlist=["app"]).app)  # knobs: register, set, rollback
 app.add_typer(__import__("xtune.observe_cli", fromlist=["app"]).app)  # observe, record, replay
 app.add_typer(__import__("xtune.sie_cli", fromlist=["app"]).app)

@@ -19,7 +19,14 @@ import typer
 
 from xtune.analysis.differ import diff_functions
 from xtune.analysis.elfcode import ElfCode
-from xtune.analysis.kernel_build import KernelBuildError, KernelEnv, build_unit, find_define, units_using
+from xtune.analysis.kernel_build import (
+    Define,
+    KernelBuildError,
+    KernelEnv,
+    build_unit,
+    find_define,
+    units_using,
+)
 from xtune.analysis.kernel_spans import XSIE_REG, KernelFunction, kernel_function
 from xtune.analysis.kernel_verify import matches, vmlinux
 from xtune.analysis.scope import (
@@ -44,36 +51,58 @@ class KernelAnalysis:
     seconds: dict[str, float]  # analysis time per perf-const (builds included)
 
 
-def default_values(orig: int) -> list[int]:
-    """The original and two others of the same magnitude: far larger values change operand sizes
-    (e.g. gcc turns `add eax, imm8` into `add ax, imm16` once 2*V passes 127), which the differ
-    rightly counts as a different code shape."""
-    return [orig, orig // 2 + 1 if orig > 4 else orig + 3, orig + orig // 2 if orig > 2 else orig + 5]
+def candidate_values(orig: int) -> list[list[int]]:
+    """Value sets to build with, in order: the original and two others of the same magnitude.
+
+    Far larger values change operand sizes (gcc turns `add eax, imm8` into `add ax, imm16` once
+    2*V passes 127) and some values reorder cold blocks; the differ rightly calls both a different
+    code shape, so the next set is tried."""
+    return [
+        [orig, orig // 2 + 1 if orig > 4 else orig + 3, orig + orig // 2 if orig > 2 else orig + 5],
+        [orig, orig - 1, orig - 2] if orig > 3 else [orig, orig + 7, orig + 9],
+        [orig, orig - 1 if orig > 2 else orig + 7, orig + 1],
+        [orig, orig + 2, orig + 3],
+    ]
 
 
 def analyze_const(
     env: KernelEnv, name: str, values: list[int] | None = None, unit: str = "", fresh: bool = False
 ) -> tuple[PerfConst, list[KernelFunction]]:
     define = find_define(env.source, name)
-    vals = values or default_values(define.value)
-    if vals[0] != define.value:
-        vals = [define.value, *[v for v in vals if v != define.value]]
-    if len(vals) < 3:
-        raise KernelBuildError(f"{name}: need the original and two other values, got {vals}")
-    const = PerfConst(name, SourceLocation(define.file, define.line, name), vals, [], [])
+    if values and values[0] != define.value:
+        values = [define.value, *[v for v in values if v != define.value]]
+    if values and len(values) < 3:
+        raise KernelBuildError(f"{name}: need the original and two other values, got {values}")
     image = vmlinux(env)
+    attempt: tuple[PerfConst, list[KernelFunction]] | None = None
+    for vals in [values] if values else candidate_values(define.value):
+        attempt = _analyze_values(env, define, vals, unit, image, fresh)
+        if not any(r.reason.startswith("code shape") for r in attempt[0].refusals):
+            break
+    assert attempt is not None
+    return attempt
+
+
+def _analyze_values(
+    env: KernelEnv, define: Define, vals: list[int], unit: str, image: bytes, fresh: bool
+) -> tuple[PerfConst, list[KernelFunction]]:
+    const = PerfConst(define.name, SourceLocation(define.file, define.line, define.name), vals, [], [])
     functions: list[KernelFunction] = []
     for u in [unit] if unit else units_using(env.source, define):
         codes = [ElfCode(build_unit(env, define, u, v, fresh)) for v in vals]
         for d in diff_functions(codes):
             if d.shape_error:
-                const.refusals.append(Refusal(d.name, "code shape depends on the constant", f"{u}: {d.shape_error}"))
+                const.refusals.append(
+                    Refusal(d.name, "code shape depends on the constant", f"{u}: {d.shape_error}")
+                )
                 continue
             fn = codes[0].functions[d.name]
             kf = kernel_function(d, fn, vals)
             const.refusals += [Refusal(d.name, r, u) for r in kf.refusals]
             if kf.spans and matches(image, fn) != 1:
-                const.refusals.append(Refusal(d.name, "the unit's code is not found once in the distro vmlinux", u))
+                const.refusals.append(
+                    Refusal(d.name, "the unit's code is not found once in the distro vmlinux", u)
+                )
                 continue
             functions.append(kf)
             const.spans += [_scope_span(kf, fn.vaddr, fn.section, fn.data, s) for s in kf.spans]
@@ -91,7 +120,9 @@ def _scope_span(kf: KernelFunction, vaddr: int, section: str, data: bytes, s) ->
         start=s.check_start,
         end=s.probe_end,
         expected=data[s.check_start : s.probe_end].hex(),
-        state=StateExpr("flags" if s.update == "cmp" else "register", s.reg, "affine", s.a, s.b, s.width // 8, s.text),
+        state=StateExpr(
+            "flags" if s.update == "cmp" else "register", s.reg, "affine", s.a, s.b, s.width // 8, s.text
+        ),
         update=Update(kind, f"xsie {s.update} {s.reg} before +{s.probe:#x}"),
         patch="int3" if s.update == "cmp" else "jump",
         patch_reason="a post-handler restores the register after the compare" if s.update == "cmp" else "",
@@ -114,7 +145,9 @@ def analyze(names: list[str], values: dict[str, list[int]], fresh: bool = False)
         seconds[name] = round(time.monotonic() - t, 2)
     binary = BinaryId(f"{env.package} {env.package_version}", "", "", "EXEC", 0)
     table = ScopeTable(binary, consts, analysis_seconds=round(time.monotonic() - t0, 2))
-    table.notes.append(f"kernel {env.release}: units built from linux-source-6.1 with Debian's config and gcc-12")
+    table.notes.append(
+        f"kernel {env.release}: units built from linux-source-6.1 with Debian's config and gcc-12"
+    )
     return KernelAnalysis(table, functions, seconds)
 
 
@@ -126,7 +159,9 @@ def xsie_lines(result: KernelAnalysis) -> list[str]:
         v0 = const.values[0]
         for kf in result.functions[const.name]:
             for s in kf.spans:
-                data = next(sp.expected for sp in const.spans if sp.function == kf.name and sp.start == s.check_start)
+                data = next(
+                    sp.expected for sp in const.spans if sp.function == kf.name and sp.start == s.check_start
+                )
                 lines.append(
                     f"span {cid} {s.update} {kf.name} {s.check_start:#x} {data} {s.probe:#x} "
                     f"{XSIE_REG[s.reg]} {s.width} {s.a} {s.b} {v0}"
@@ -140,7 +175,9 @@ def analyze_kernel_cmd(
     const: list[str] = typer.Argument(..., help="perf-const names, e.g. BLK_MAX_REQUEST_COUNT"),
     output: Path = typer.Option(..., "-o", "--output", help="scope table to write (JSON)"),
     xsie: Path = typer.Option(None, "--xsie", help="also write the spans file for `xsiectl load`"),
-    value: list[str] = typer.Option(None, "--values", help="NAME=V0,V1,V2 (default: original and two others)"),
+    value: list[str] = typer.Option(
+        None, "--values", help="NAME=V0,V1,V2 (default: original and two others)"
+    ),
     fresh: bool = typer.Option(False, "--fresh", help="rebuild the units even if cached"),
 ) -> None:
     """Analyze kernel perf-consts against Debian's current kernel (per translation unit)."""
@@ -161,7 +198,9 @@ def analyze_kernel_cmd(
     if xsie:
         xsie.write_text("\n".join(xsie_lines(result)) + "\n")
     for c in result.table.consts:
-        typer.echo(f"{c.name}: {len(c.spans)} span(s), {len(c.refusals)} refusal(s), {result.seconds[c.name]} s")
+        typer.echo(
+            f"{c.name}: {len(c.spans)} span(s), {len(c.refusals)} refusal(s), {result.seconds[c.name]} s"
+        )
         for s in c.spans:
             typer.echo(f"  span {s.function}+{s.start:#x}..{s.end:#x} [{s.update.text}] {s.state.text}")
         for r in c.refusals:

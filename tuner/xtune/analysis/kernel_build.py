@@ -114,7 +114,9 @@ def build_unit(env: KernelEnv, define: Define, unit: str, value: int, fresh: boo
                 text=True,
             )
             if run.returncode:
-                raise KernelBuildError(f"building {unit} with {define.name}={value} failed:\n{run.stderr[-1500:]}")
+                raise KernelBuildError(
+                    f"building {unit} with {define.name}={value} failed:\n{run.stderr[-1500:]}"
+                )
             shutil.copyfile(env.source / unit, out)
         finally:
             header.write_text(original)

@@ -25,7 +25,23 @@ from xtune.analysis.disasm import Insn
 from xtune.analysis.elfcode import Function
 from xtune.analysis.lift import Unsupported, family, fit
 
-PT_REGS = ("rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15")
+PT_REGS = (
+    "rax",
+    "rbx",
+    "rcx",
+    "rdx",
+    "rsi",
+    "rdi",
+    "rbp",
+    "r8",
+    "r9",
+    "r10",
+    "r11",
+    "r12",
+    "r13",
+    "r14",
+    "r15",
+)
 XSIE_REG = dict(zip(PT_REGS, ("ax", "bx", "cx", "dx", "si", "di", "bp", *PT_REGS[7:]), strict=True))
 ALU = ("and", "add", "sub", "or", "xor", "imul", "shl", "sal")
 
@@ -88,7 +104,11 @@ def _runs(insns: list[Insn], seeds: list[Seed]) -> list[list[Seed]]:
     """Seeds of consecutive instructions that write the same register form one run."""
     runs: list[list[Seed]] = []
     for s in seeds:
-        if runs and s.index == runs[-1][-1].index + 1 and _dst(insns[s.index]) == _dst(insns[runs[-1][-1].index]):
+        if (
+            runs
+            and s.index == runs[-1][-1].index + 1
+            and _dst(insns[s.index]) == _dst(insns[runs[-1][-1].index])
+        ):
             runs[-1].append(s)
         else:
             runs.append([s])
@@ -116,9 +136,22 @@ def _span(insns: list[Insn], run: list[Seed], values: list[int]) -> KernelSpan:
         raise Unsupported(f"{where}: IV = a*log2(V) + b is not implemented by xsie.ko")
     nxt = insns[last.index + 1] if last.index + 1 < len(insns) else None
     if len(run) == 1 and first.mnemonic == "mov" and nxt:
-        return KernelSpan("", "set", first.off, nxt.off, nxt.off + nxt.size, reg, width, a, b, f"{reg} <- {a}*V + {b}")
+        return KernelSpan(
+            "", "set", first.off, nxt.off, nxt.off + nxt.size, reg, width, a, b, f"{reg} <- {a}*V + {b}"
+        )
     if len(run) == 1 and first.mnemonic == "cmp":
-        return KernelSpan("", "cmp", first.off, first.off, first.off + first.size, reg, width, a, b, f"flags of {reg} - ({a}*V + {b})")
+        return KernelSpan(
+            "",
+            "cmp",
+            first.off,
+            first.off,
+            first.off + first.size,
+            reg,
+            width,
+            a,
+            b,
+            f"flags of {reg} - ({a}*V + {b})",
+        )
     if nxt and all(insns[s.index].mnemonic in ALU for s in run):
         return _scale(insns, run, values, reg, width, nxt)
     raise Unsupported(f"{where}: no kernel update for this span shape")
@@ -161,19 +194,31 @@ def _eval(mnemonics: list[str], imms: list[int], value: int, width: int) -> int:
     return value - (1 << width) if value >> (width - 1) else value
 
 
-def _scale(insns: list[Insn], run: list[Seed], values: list[int], reg: str, width: int, nxt: Insn) -> KernelSpan:
+def _scale(
+    insns: list[Insn], run: list[Seed], values: list[int], reg: str, width: int, nxt: Insn
+) -> KernelSpan:
     first = insns[run[0].index]
     before = insns[run[0].index - 1] if run[0].index else None
     domain = _domain(before, reg) if before else None
     if domain is None:
         raise Unsupported(f"+{first.off:#x}: the input of the span is not a known set of values")
     mnemonics = [insns[s.index].mnemonic for s in run]
-    results = [[_eval(mnemonics, [s.values[k] for s in run], v, width) for v in domain] for k in range(len(values))]
+    results = [
+        [_eval(mnemonics, [s.values[k] for s in run], v, width) for v in domain] for k in range(len(values))
+    ]
     for k, vk in enumerate(values):
         if any(r * values[0] != r0 * vk for r, r0 in zip(results[k], results[0], strict=True)):
             raise Unsupported(f"+{first.off:#x}: the span's result is not proportional to V ({results})")
     assert before is not None
     return KernelSpan(
-        "", "scale", before.off, nxt.off, nxt.off + nxt.size, reg, width, 1, 0,
+        "",
+        "scale",
+        before.off,
+        nxt.off,
+        nxt.off + nxt.size,
+        reg,
+        width,
+        1,
+        0,
         f"{reg} in {sorted({r for res in results[:1] for r in res})} = k*V: {reg} <- {reg}*V/V0",
     )

@@ -21,7 +21,9 @@ def vmlinux(env: KernelEnv) -> bytes:
     if not out.exists():
         script = env.source / "scripts" / "extract-vmlinux"
         with open(f"{out}.tmp", "wb") as f:
-            run = subprocess.run([str(script), str(env.vmlinuz)], stdout=f, stderr=subprocess.PIPE, text=False)
+            run = subprocess.run(
+                [str(script), str(env.vmlinuz)], stdout=f, stderr=subprocess.PIPE, text=False
+            )
         if run.returncode:
             raise KernelBuildError(f"extract-vmlinux failed: {run.stderr.decode(errors='replace')[-500:]}")
         Path(f"{out}.tmp").rename(out)
