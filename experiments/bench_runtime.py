@@ -170,7 +170,7 @@ def main() -> None:
     subprocess.run(["ip", "netns", "add", ns], check=True)
     result: dict = {
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "host": {"kernel": platform.release(), "cpus": os.cpu_count()},
+        "host": {"kernel": platform.release(), "cpus": os.cpu_count(), "loadavg_at_start": os.getloadavg()},
         "command": "sudo .venv/bin/python experiments/bench_runtime.py",
     }
     try:
