@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from conftest import sysctl_in
+from xrtd_helpers import sysctl_in
 
 SOMAXCONN = {
     "name": "somaxconn",

@@ -6,7 +6,7 @@ import subprocess
 import sys
 import time
 
-from conftest import sysctl_in
+from xrtd_helpers import sysctl_in
 
 KNOBS = [  # name, key, min, max
     ("fin", "net.ipv4.tcp_fin_timeout", 5, 120),

@@ -2,7 +2,7 @@
 
 import time
 
-from conftest import sysctl_in
+from xrtd_helpers import sysctl_in
 
 LEASE_MS = 200
 

@@ -1,7 +1,7 @@
 """sysctl backend in a throwaway network namespace: set, read back, table writes, restore on exit."""
 
 import pytest
-from conftest import sysctl_in
+from xrtd_helpers import sysctl_in
 from xtune.knobs import KnobError
 
 

@@ -3,7 +3,7 @@
 import json
 import subprocess
 
-from conftest import sysctl_in
+from xrtd_helpers import sysctl_in
 from xtune import paths
 
 
