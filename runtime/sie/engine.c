@@ -105,8 +105,11 @@ static int in_ranges(const struct sie_plan *p, uint64_t bias, uint64_t a, const 
 			*name = sp->name;
 			return 1;
 		}
-		/* At its own first byte a span has not run yet: nothing of this hit is in flight. */
-		if (a == sp->vaddr + bias)
+		/*
+		 * At its first byte a span whose safe span starts there (a slice beginning at the
+		 * span, or the whole function when the span is its entry) has nothing in flight.
+		 */
+		if (a == sp->vaddr + bias && sp->safe[0][0] == sp->vaddr)
 			continue;
 		for (int k = 0; k < sp->nsafe; k++)
 			if (a >= sp->safe[k][0] + bias && a < sp->safe[k][1] + bias) {
@@ -118,39 +121,46 @@ static int in_ranges(const struct sie_plan *p, uint64_t bias, uint64_t a, const 
 }
 
 /*
- * Is some thread inside a safe span (its pc, or a return address found by scanning its stack)
- * or inside a trampoline? The stack scan is conservative: a stale word only causes a retry.
+ * Mark the threads inside a safe span (their pc, or a return address found by scanning their
+ * stack) or inside a trampoline; returns how many. The stack scan is conservative: a stale word
+ * only causes a retry.
  */
 static int busy(struct target *t, const struct sie_plan *p, const struct sie_state *s, char *why,
 		size_t whylen)
 {
 	static uint64_t stack[STACK_SCAN / 8];
+	int n = 0;
 
 	for (int i = 0; i < t->nthreads; i++) {
+		struct thread *th = &t->threads[i];
 		struct user_regs_struct r;
 		const char *name = "";
 		size_t got;
 
-		if (t->threads[i].gone || target_regs(t, i, &r))
+		th->busy = 0;
+		if (th->gone || target_regs(t, i, &r))
 			continue;
 		if (in_ranges(p, s->bias, r.rip, &name) ||
 		    (r.rip >= s->tramp_addr && r.rip < s->tramp_addr + s->tramp_size)) {
 			snprintf(why, whylen, "thread %d is at %#llx, inside a safe span of %s",
-				 t->threads[i].tid, r.rip, name[0] ? name : "(trampoline)");
-			return 1;
+				 th->tid, r.rip, name[0] ? name : "(trampoline)");
+			th->busy = 1;
+			n++;
+			continue;
 		}
 		for (got = STACK_SCAN; got >= 4096; got /= 2)
 			if (!target_read(t, r.rsp & ~7ull, stack, got))
 				break;
-		for (size_t k = 0; got >= 4096 && k < got / 8; k++)
+		for (size_t k = 0; got >= 4096 && k < got / 8 && !th->busy; k++)
 			if (in_ranges(p, s->bias, stack[k], &name)) {
 				snprintf(why, whylen,
 					 "thread %d has a return address %#lx in a safe span of %s",
-					 t->threads[i].tid, stack[k], name);
-				return 1;
+					 th->tid, stack[k], name);
+				th->busy = 1;
+				n++;
 			}
 	}
-	return 0;
+	return n;
 }
 
 /*
@@ -176,7 +186,10 @@ static void rewind_traps(struct target *t, const struct sie_plan *p)
 	}
 }
 
-/* Stop the world at a moment when no thread is in a safe span; resume and retry otherwise. */
+/*
+ * Stop the world at a moment when no thread is in a safe span. Threads outside stay stopped
+ * while the ones inside run on until they leave (or the time is up: refused, nothing changed).
+ */
 static int quiesce(struct target *t, const struct sie_plan *p, const struct sie_state *s,
 		   const struct sie_opts *o, char err[SIE_ERR_LEN])
 {
@@ -193,12 +206,12 @@ static int quiesce(struct target *t, const struct sie_plan *p, const struct sie_
 				why, o->timeout_ms, tries);
 			return -1;
 		}
-		target_resume(t);
+		target_resume(t, 1);
 		if (o->pause)
 			o->pause(t, p);
 		else
 			usleep(200 + (unsigned int)(rand() % 800));
-		if (target_stop(t, err))
+		if (target_stop(t, 1, err))
 			return -1;
 		rewind_traps(t, p);
 		tries++;

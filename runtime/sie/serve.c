@@ -76,7 +76,6 @@ static int serve_one(struct target *t, const struct sie_plan *p, int block)
 	} else if (st >> 16 == 0 && WSTOPSIG(st) != SIGSTOP) {
 		sig = WSTOPSIG(st); /* the target's own signal: deliver it */
 	}
-	if (sig) fprintf(stderr, "DBG tid %d st %#x sig %d rip %#llx\n", tid, st, sig, r.rip);
 	ptrace(PTRACE_CONT, tid, 0, sig);
 	return 0;
 }
@@ -112,7 +111,7 @@ int sie_serve(pid_t pid, struct sie_plan *p, const struct sie_opts *o, struct si
 		ptrace(PTRACE_SETOPTIONS, t.threads[i].tid, 0, PTRACE_O_TRACECLONE);
 	s->server = getpid();
 	ready(s);
-	target_resume(&t);
+	target_resume(&t, 0);
 	while (!*stop && !t.threads[0].gone)
 		if (serve_one(&t, p, 1) && errno == ECHILD)
 			break;
@@ -123,7 +122,7 @@ int sie_serve(pid_t pid, struct sie_plan *p, const struct sie_opts *o, struct si
 	/* Disarm: quiesce while still serving hits, restore the bytes, detach. */
 	so.pause = serve_pause;
 	so.timeout_ms = o->timeout_ms * 10;
-	if (target_stop(&t, err) || sie_disarm_stopped(&t, p, &so, s, err)) {
+	if (target_stop(&t, 0, err) || sie_disarm_stopped(&t, p, &so, s, err)) {
 		target_detach(&t);
 		return -1;
 	}

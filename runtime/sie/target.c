@@ -33,7 +33,6 @@ static int wait_stopped(struct target *t, struct thread *th)
 			return -1;
 		}
 		if (WIFEXITED(st) || WIFSIGNALED(st)) {
-			fprintf(stderr, "DBG wait_stopped tid %d st %#x\n", th->tid, st);
 			th->gone = 1;
 			return -1;
 		}
@@ -99,11 +98,13 @@ int target_attach(struct target *t, pid_t pid, char err[SIE_ERR_LEN])
 	return 0;
 }
 
-int target_resume(struct target *t)
+int target_resume(struct target *t, int busy_only)
 {
 	for (int i = 0; i < t->nthreads; i++) {
 		struct thread *th = &t->threads[i];
 
+		if (busy_only && !th->busy)
+			continue;
 		if (!th->gone && ptrace(PTRACE_CONT, th->tid, 0, th->pending_sig))
 			th->gone = 1;
 		th->pending_sig = 0;
@@ -111,7 +112,7 @@ int target_resume(struct target *t)
 	return 0;
 }
 
-int target_stop(struct target *t, char err[SIE_ERR_LEN])
+int target_stop(struct target *t, int busy_only, char err[SIE_ERR_LEN])
 {
 	int live = 0;
 
@@ -120,6 +121,10 @@ int target_stop(struct target *t, char err[SIE_ERR_LEN])
 
 		if (th->gone)
 			continue;
+		if (busy_only && !th->busy) {
+			live++;
+			continue;
+		}
 		ptrace(PTRACE_INTERRUPT, th->tid, 0, 0);
 		if (!wait_stopped(t, th))
 			live++;

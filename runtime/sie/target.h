@@ -15,6 +15,7 @@ struct thread {
 	pid_t tid;
 	int pending_sig; /* a signal that arrived while stopped: delivered on resume/detach */
 	int gone;
+	int busy; /* inside a safe span at the last check: the only threads quiesce lets run */
 };
 
 struct target {
@@ -26,8 +27,9 @@ struct target {
 
 /* Seize and stop every thread (including ones created meanwhile). */
 int target_attach(struct target *t, pid_t pid, char err[SIE_ERR_LEN]);
-int target_resume(struct target *t);
-int target_stop(struct target *t, char err[SIE_ERR_LEN]);
+/* Resume / stop every thread, or with `busy_only` only the threads marked busy. */
+int target_resume(struct target *t, int busy_only);
+int target_stop(struct target *t, int busy_only, char err[SIE_ERR_LEN]);
 void target_detach(struct target *t);
 
 int target_read(struct target *t, uint64_t addr, void *buf, size_t len);

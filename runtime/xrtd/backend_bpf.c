@@ -18,7 +18,6 @@
 
 struct bpf_knob {
 	int map_fd;
-	uint32_t value_size;
 	uint32_t offset; /* of the field, bytes */
 	uint32_t size;	 /* 1, 2, 4 or 8 */
 	bool is_signed;
@@ -106,6 +105,9 @@ static int find_field(struct xrtd_knob *k, struct bpf_knob *b, const struct bpf_
 		b->offset = btf_member_bit_offset(t, i) / 8;
 		b->size = btf_int_bits(mt) / 8;
 		b->is_signed = btf_int_encoding(mt) & BTF_INT_SIGNED;
+		if (b->size > 8 || b->offset + b->size > info->value_size)
+			ret = xrtd_errf(err, EINVAL, "%s: field does not fit a 64-bit value",
+					k->target);
 		goto out;
 	}
 	ret = xrtd_errf(err, ENOENT, "%s: the map's value has no field '%s'", k->target, field);
@@ -150,7 +152,6 @@ static int bpf_validate(struct xrtd_knob *k, char err[XRTD_ERR_LEN])
 				 "bpf %s: must be an array map with 4-byte keys and "
 				 "values of at most %d bytes",
 				 path, BPF_VALUE_MAX);
-	b->value_size = info.value_size;
 	return find_field(k, b, &info, colon + 1, err);
 }
 

@@ -360,12 +360,6 @@ void jb_str(struct jbuf *b, const char *s)
 	jb_printf(b, "\"");
 }
 
-void jb_key(struct jbuf *b, const char *key)
-{
-	jb_str(b, key);
-	jb_printf(b, ":");
-}
-
 void jb_free(struct jbuf *b)
 {
 	free(b->p);

@@ -34,8 +34,6 @@ struct jbuf {
 void jb_printf(struct jbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A JSON string literal, escaped. */
 void jb_str(struct jbuf *b, const char *s);
-/* "key": with the comma handled by the caller's format. */
-void jb_key(struct jbuf *b, const char *key);
 void jb_free(struct jbuf *b);
 
 #endif /* XRTD_JSON_H */
