@@ -232,7 +232,8 @@ static unsigned int log_next;
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	char buf[4096], *line, *save;
+	static char buf[256 * 1024]; /* a whole verifier log arrives as one message */
+	char *line, *save;
 
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
@@ -267,7 +268,7 @@ static int start_family(size_t i, const struct xt_options *opt, bool quiet)
 			strerror(err < 0 ? -err : err));
 		if (log_next) {
 			fprintf(stderr, "  last libbpf/verifier messages:\n");
-			xt_libbpf_log_tail(12);
+			xt_libbpf_log_tail(16);
 		}
 	}
 	return err;

@@ -1,11 +1,13 @@
 """xobserve's command line: --list, --once, bad input, not root, and nothing left attached."""
 
 import json
+import shutil
 import signal
 import subprocess
 from pathlib import Path
 
 from obs_helpers import bpf_ids_alive, bpf_ids_of
+from xtune import paths
 
 FAMILIES = ["sched", "softirq", "block", "syscall", "func", "pmu", "tcp", "mem"]
 
@@ -103,3 +105,25 @@ def test_ring_in_use_is_refused(xobserve, start_observer):
     assert not bpf_ids_alive(ids)
     assert f"ring {obs.shm} is in use by pid {obs.proc.pid}" in stderr
     assert Path(f"/dev/shm/{obs.shm}").exists()  # the first producer's ring is untouched
+
+
+def test_verifier_rejection_shows_the_log_tail_and_the_others_run(tmp_path):
+    """A copy of the sources whose sched program lost a NULL check: the real verifier refuses it."""
+    src = tmp_path / "observers"
+    shutil.copytree(paths.ROOT / "observers", src)
+    bpf = src / "sched.bpf.c"
+    text = bpf.read_text()
+    assert "\tif (ts) {" in text
+    bpf.write_text(text.replace("\tif (ts) {", "\tif (1) {", 1))
+    build = tmp_path / "build"
+    subprocess.run(
+        ["make", "-C", str(src), f"TOP={paths.ROOT}", f"BUILD={build}", "FAMILIES=sched softirq"],
+        check=True,
+        capture_output=True,
+    )
+    r = run(build / "bin" / "xobserve", "--once", "--window-ms", "20", "--families", "sched,softirq")
+    assert r.returncode == 0, r.stderr
+    assert "family sched failed to start" in r.stderr
+    assert "R0 invalid mem access 'map_value_or_null'" in r.stderr  # the verifier's own words
+    signals = json.loads(r.stdout)["signals"]
+    assert "softirq.timer.count" in signals and "sched.switches" not in signals
