@@ -63,3 +63,15 @@ def test_scheduler_the_device_lacks_fails_and_changes_nothing(xrtd, loopdev):
     k = c.get("sched")
     assert (k["state"], k["text"]) == ("failed", current)
     assert "failed via=socket" in xrtd.audit()
+
+
+def test_scheduler_restored_after_kill9(xrtd, loopdev):
+    q = loopdev
+    before = attr(q, "scheduler")
+    c = xrtd.client()
+    c.register("sched", "sysfs", str(q / "scheduler"))
+    c.set("sched", "kyber" if "[kyber]" not in before else "mq-deadline")
+    assert attr(q, "scheduler") != before
+    xrtd.kill9()
+    xrtd.start()  # the enum values come back from the journal
+    assert attr(q, "scheduler") == before

@@ -107,3 +107,40 @@ def test_hystart_knobs_change_behaviour_without_reload(xcubic, xrtd, pair):
         "hystart_delay_min_us": 4000,
         "hystart_delay_max_us": 16000,
     }
+
+
+def test_bpf_knob_restored_after_kill9(xcubic, xrtd):
+    c = xrtd.client()
+    c.register("ack_delta", "bpf", f"{xcubic}/params:hystart_ack_delta_us", min=100, max=10000)
+    c.register("beta", "bpf", f"{xcubic}/params:beta", min=512, max=1000)
+    c.set("ack_delta", 5000)
+    c.set("beta", 900)
+    assert (show(xcubic)["params"]["hystart_ack_delta_us"], show(xcubic)["params"]["beta"]) == (5000, 900)
+    xrtd.kill9()
+    xrtd.start()  # replay finds the map by its pin and the fields by BTF again
+    assert (show(xcubic)["params"]["hystart_ack_delta_us"], show(xcubic)["params"]["beta"]) == (2000, 717)
+
+
+@pytest.mark.parametrize(
+    "target,message",
+    [
+        ("params:no_such_field", "the map's value has no field 'no_such_field'"),
+        ("ops:name", "must be an array map"),
+        ("nothing:beta", "No such file or directory"),
+    ],
+)
+def test_bad_bpf_targets(xcubic, xrtd, target, message):
+    reply = xrtd.client().call_raw(
+        json.dumps(
+            {
+                "op": "register",
+                "name": "x",
+                "backend": "bpf",
+                "target": f"{xcubic}/{target}",
+                "min": 0,
+                "max": 1,
+            }
+        ).encode()
+    )
+    assert reply["ok"] is False and message in reply["error"]
+    assert show(xcubic)["params"]["beta"] == 717
