@@ -46,6 +46,7 @@ import os
 import struct
 import time
 from abc import ABC, abstractmethod
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -404,14 +405,14 @@ class ZmqFrameReader(FrameReader):
         self._sock.setsockopt(zmq.SUBSCRIBE, TOPIC_CATALOG)
         self._sock.setsockopt(zmq.SUBSCRIBE, TOPIC_FRAME)
         self._sock.connect(endpoint)
-        self._pending: list[bytes] = []
+        self._pending: deque[bytes] = deque()
         self._max_pending = max_pending
 
     def poll(self, timeout: float | None = None) -> Frame | None:
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             if self.catalog is not None and self._pending:
-                frame = decode_frame(self._pending.pop(0), self.catalog)
+                frame = decode_frame(self._pending.popleft(), self.catalog)
                 self._account(frame)
                 return frame
             wait_ms = -1 if deadline is None else max(0, int((deadline - time.monotonic()) * 1000))
