@@ -336,6 +336,12 @@ int xsie_group_arm(struct xsie_group *g)
 	}
 	for (i = 0; i < g->n; i++)
 		g->members[i]->state = XSIE_TRANSITION;
+	if (g->mode != XSIE_MODE_IMMEDIATE) {
+		ret = xsie_monitors_register(g);
+		if (ret)
+			goto undo_all;
+	}
+	/* The transition starts once every probe is in place. */
 	g->t_start_ns = ktime_get_ns();
 	switch (g->mode) {
 	case XSIE_MODE_IMMEDIATE:
@@ -343,15 +349,9 @@ int xsie_group_arm(struct xsie_group *g)
 		WRITE_ONCE(g->active, 1);
 		break;
 	case XSIE_MODE_PER_THREAD:
-		ret = xsie_monitors_register(g);
-		if (ret)
-			goto undo_all;
 		WRITE_ONCE(g->active, 1);
 		break;
 	case XSIE_MODE_GLOBAL:
-		ret = xsie_monitors_register(g);
-		if (ret)
-			goto undo_all;
 		stop_machine(xsie_count_inside, g, NULL);
 		if (READ_ONCE(g->active))
 			xsie_monitors_unregister(g);

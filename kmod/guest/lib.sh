@@ -22,3 +22,36 @@ load_const() { # load the span and safe lines of one const id
 	grep -E "^(span|safe) $1 " /xsie/spans.txt > /tmp/const-$1.txt
 	$XSIECTL load /tmp/const-$1.txt
 }
+
+# --- load generators shared by the tests ---
+nullb_setup() { # null_blk with an I/O scheduler: each plug flush then traces block_unplug
+	[ -e /sys/block/nullb0 ] && return 0
+	insmod /xsie/modules/configfs.ko 2>/dev/null
+	insmod /xsie/modules/null_blk.ko hw_queue_depth=1024 || return 1
+	echo mq-deadline > /sys/block/nullb0/queue/scheduler
+	echo 1024 > /sys/block/nullb0/queue/nr_requests
+}
+plug_depth() { # plug_depth N: the most frequent block_unplug depth while plugging N requests
+	echo > $TRACE/trace
+	echo 1 > $TRACE/events/block/block_unplug/enable
+	/xsie/bin/plugload /dev/nullb0 "$1" 4 > /tmp/plugload.out
+	echo 0 > $TRACE/events/block/block_unplug/enable
+	sed -n 's/.*block_unplug: \[plugload\] \([0-9]*\)$/\1/p' $TRACE/trace | sort -n | uniq -c |
+		sort -k1,1n -k2,2n | tail -n 1 | awk '{print $2}'
+}
+TESTLOAD=/sys/kernel/debug/xsie_testload
+testload_setup() { grep -q '^xsie_testload ' /proc/modules || insmod /xsie/modules/xsie_testload.ko; }
+shrink_batch() { # the largest nr_to_scan do_shrink_slab gives the test shrinker in a drop_caches
+	echo 100000 > $TESTLOAD/shrinker
+	echo 2 > /proc/sys/vm/drop_caches
+	field max_nr_to_scan < $TESTLOAD/shrinker
+}
+park_in_shrinker() { # a drop_caches thread waits inside do_shrink_slab until unpark
+	echo 100000 > $TESTLOAD/shrinker
+	echo hold > $TESTLOAD/shrinker
+	(echo 2 > /proc/sys/vm/drop_caches) &
+	PARKED=$!
+	for i in $(seq 100); do dmesg | grep -q 'scan parked' && break; sleep 0.05; done
+	dmesg -c > /dev/null
+}
+unpark() { echo release > $TESTLOAD/shrinker; wait $PARKED; }

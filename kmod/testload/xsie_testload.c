@@ -9,7 +9,8 @@
  *              the next scan (inside do_shrink_slab) until "release" is written.
  *   softirq    writing N runs a tasklet that reschedules itself N times; handle_softirqs()
  *              restarts at most MAX_SOFTIRQ_RESTART times before deferring to ksoftirqd, so
- *              reading gives "runs_before_deferral=<runs in the caller's softirq pass>".
+ *              reading gives "runs_before_deferral=<runs in the first softirq pass>" (the one
+ *              local_bh_enable() runs in the writer's context).
  */
 #define pr_fmt(fmt) "xsie_testload: " fmt
 
@@ -92,13 +93,14 @@ static const struct file_operations shrinker_fops = {
 };
 
 static struct task_struct *burst_task;
+static bool burst_first_pass; /* inside the local_bh_enable() that runs the first pass */
 static int burst_left;
 static int burst_runs_in_caller;
 static DECLARE_COMPLETION(burst_done);
 
 static void burst_fn(struct tasklet_struct *t)
 {
-	if (current == burst_task)
+	if (READ_ONCE(burst_first_pass) && current == burst_task)
 		burst_runs_in_caller++;
 	if (--burst_left > 0)
 		tasklet_schedule(t);
@@ -124,7 +126,9 @@ static ssize_t softirq_write(struct file *f, const char __user *ubuf, size_t len
 	/* Raised with bottom halves off: the softirq pass runs in local_bh_enable(), here. */
 	local_bh_disable();
 	tasklet_schedule(&burst_tasklet);
+	WRITE_ONCE(burst_first_pass, true);
 	local_bh_enable();
+	WRITE_ONCE(burst_first_pass, false);
 	wait_for_completion(&burst_done);
 	return len;
 }

@@ -2,36 +2,19 @@
 # (block_unplug nr_rq), as a kernel rebuilt with those values would; back to 32 after disarm.
 . /xsie/lib.sh
 ID=$(const_id BLK_MAX_REQUEST_COUNT)
-modprobe_nullb() {
-	insmod /xsie/modules/configfs.ko 2>/dev/null
-	insmod /xsie/modules/null_blk.ko hw_queue_depth=1024 || return 1
-	# An I/O scheduler: every plug flush then goes through blk_mq_dispatch_plug_list(), which
-	# traces block_unplug with the flushed depth.
-	echo mq-deadline > /sys/block/nullb0/queue/scheduler
-	echo 1024 > /sys/block/nullb0/queue/nr_requests
-}
-# The largest and the most frequent plug flush depth of one load run (explicit unplugs only).
-plug_depths() {
-	echo > $TRACE/trace
-	echo 1 > $TRACE/events/block/block_unplug/enable
-	/xsie/bin/plugload /dev/nullb0 "$1" 4 > /tmp/plugload.out
-	echo 0 > $TRACE/events/block/block_unplug/enable
-	sed -n 's/.*block_unplug: \[plugload\] \([0-9]*\)$/\1/p' $TRACE/trace | sort -n | uniq -c |
-		sort -k1,1n -k2,2n | tail -n 1 | awk '{print $2}'
-}
 ensure_xsie
-modprobe_nullb || { fail blk_setup "null_blk did not load"; exit 0; }
-base=$(plug_depths 256)
+nullb_setup || { fail blk_setup "null_blk did not load"; exit 0; }
+base=$(plug_depth 256)
 check blk_baseline "default flush depth $base (expect 32)" [ "$base" = 32 ]
 out=$(load_const "$ID") && pass blk_load "$out" || fail blk_load "$out"
 metric blk_load_ns "$(echo "$out" | field load_ns)"
 $XSIECTL set "$ID" 8
 out=$($XSIECTL arm "$ID" immediate) && pass blk_arm "$out" || fail blk_arm "$out"
 metric blk_arm_ns "$(echo "$out" | field arm_ns)"
-d8=$(plug_depths 256)
+d8=$(plug_depth 256)
 check blk_v8 "flush depth with V=8: $d8" [ "$d8" = 8 ]
 $XSIECTL set "$ID" 128
-d128=$(plug_depths 512)
+d128=$(plug_depth 512)
 check blk_v128 "flush depth with V=128: $d128" [ "$d128" = 128 ]
 st=$($XSIECTL status "$ID")
 echo "$st"
@@ -39,7 +22,7 @@ check blk_applied "probe ran the update: $st" [ "$(echo "$st" | field applied)" 
 metric blk_optimized_spans "$(echo "$st" | field optimized)"
 metric blk_int3_spans "$(echo "$st" | field int3)"
 $XSIECTL disarm "$ID"
-back=$(plug_depths 256)
+back=$(plug_depth 256)
 check blk_disarmed "flush depth after disarm: $back (expect 32)" [ "$back" = 32 ]
 $XSIECTL unload "$ID"
 # The span's bytes are checked again on load: this passes only if the text is byte-exact.

@@ -1,0 +1,58 @@
+# Transitions: per-thread (a thread switches at its next safe-span entry), global (switch when no
+# thread is inside a safe span: one stop_machine count, then self-converging refcounts), and
+# unloading the module while a global transition waits.
+. /xsie/lib.sh
+BLK=$(const_id BLK_MAX_REQUEST_COUNT)
+SHR=$(const_id SHRINK_BATCH)
+SIRQ=$(const_id MAX_SOFTIRQ_RESTART)
+ensure_xsie
+nullb_setup
+testload_setup
+
+# per-thread: plugload enters blk_add_rq_to_plug after the switch, so it sees the new value.
+load_const "$BLK" > /dev/null
+$XSIECTL set "$BLK" 8
+$XSIECTL arm "$BLK" per-thread
+d=$(plug_depth 256)
+st=$($XSIECTL wait "$BLK" 2000)
+check per_thread_complete "$st" [ "$(echo "$st" | field state)" = 3 ]
+check per_thread_effect "flush depth $d with V=8 (per-thread)" [ "$d" = 8 ]
+metric transition_ns_per_thread "$(echo "$st" | field transition_ns)"
+$XSIECTL disarm "$BLK" && $XSIECTL unload "$BLK"
+
+# global with nobody inside: complete inside the one stop_machine.
+load_const "$SIRQ" > /dev/null
+out=$($XSIECTL arm "$SIRQ" global)
+st=$($XSIECTL wait "$SIRQ" 2000)
+check global_idle_complete "$st" [ "$(echo "$st" | field state)" = 3 ]
+metric transition_ns_global_idle "$(echo "$st" | field transition_ns)"
+metric arm_ns_global "$(echo "$out" | field arm_ns)"
+$XSIECTL disarm "$SIRQ" && $XSIECTL unload "$SIRQ"
+
+# global with a thread parked inside do_shrink_slab: pending until it leaves.
+load_const "$SHR" > /dev/null
+$XSIECTL set "$SHR" 32
+park_in_shrinker
+$XSIECTL arm "$SHR" global
+sleep 0.3
+st=$($XSIECTL status "$SHR")
+check global_waits "pending while a thread is inside: $st" \
+	[ "$(echo "$st" | field state)" = 2 -a "$(echo "$st" | field inside)" -ge 1 ]
+unpark
+st=$($XSIECTL wait "$SHR" 3000)
+check global_converges "$st" [ "$(echo "$st" | field state)" = 3 ]
+metric transition_ns_global_parked "$(echo "$st" | field transition_ns)"
+b=$(shrink_batch)
+check global_effect "batch $b with V=32 after the global transition" [ "$b" = 32 ]
+$XSIECTL disarm "$SHR"
+
+# rmmod while a global transition waits: every probe goes, the parked thread finishes normally.
+park_in_shrinker
+$XSIECTL arm "$SHR" global
+st=$($XSIECTL status "$SHR")
+rmmod xsie && pass unload_in_transition "rmmod with state $(echo "$st" | field state)" ||
+	fail unload_in_transition "rmmod refused"
+unpark
+b=$(shrink_batch)
+check unload_restores "batch $b after unload (expect 128)" [ "$b" = 128 ]
+insmod /xsie/modules/xsie.ko

@@ -1,0 +1,141 @@
+"""Kernel SIE end to end: analysis of Debian's kernel units on the host, xsie.ko in a QEMU guest.
+
+One session fixture fetches Debian's current kernel packages (cached), builds xsie.ko and the guest
+tools against them, analyzes three perf-consts, boots the guest once with every guest test, and
+collects the XSIE-RESULT lines of the serial console. Each guest check is one test here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from xtune import paths
+from xtune.analysis import kernel, kernel_build, kernel_verify
+from xtune.analysis.differ import diff_functions
+from xtune.analysis.elfcode import ElfCode
+from xtune.analysis.scope import ScopeTable
+
+KMOD = paths.ROOT / "kmod"
+CONSTS = ["BLK_MAX_REQUEST_COUNT", "MAX_SOFTIRQ_RESTART", "SHRINK_BATCH"]
+# BLK values: 2*V must stay below 128 or gcc switches to a 16-bit add (a different code shape).
+VALUES = {"BLK_MAX_REQUEST_COUNT": [32, 8, 48]}
+GUEST_CHECKS = [
+    "blk_baseline", "blk_load", "blk_arm", "blk_v8", "blk_v128", "blk_applied", "blk_disarmed",
+    "blk_text_restored",
+    "softirq_baseline", "softirq_load", "softirq_v3", "softirq_v25", "softirq_disarmed",
+    "shrink_baseline", "shrink_load", "shrink_v32", "shrink_v512", "shrink_disarmed",
+    "per_thread_complete", "per_thread_effect", "global_idle_complete", "global_waits",
+    "global_converges", "global_effect", "unload_in_transition", "unload_restores",
+    "txn_abort", "txn_commit", "txn_atomic_pending", "txn_same_group", "txn_both_applied",
+    "txn_disarm_together", "txn_restored",
+    "bad_bytes", "bad_offset", "bad_probe", "bad_function", "bad_exit", "bad_mid_instruction",
+    "bad_unloaded",
+    "unload_armed", "unload_log", "unload_no_probes", "unload_text_exact",
+]  # fmt: skip
+CRASH = re.compile(r"Oops|BUG:|WARNING:|general protection|Call Trace|kernel panic", re.I)
+
+
+def kernel_env_file() -> Path:
+    run = subprocess.run([str(KMOD / "harness" / "fetch-kernel.sh")], capture_output=True, text=True)
+    if run.returncode:
+        pytest.fail(f"fetching Debian's kernel packages failed: {run.stderr[-1000:]}")
+    return Path(run.stdout.strip())
+
+
+@pytest.fixture(scope="session")
+def analysis(tmp_path_factory: pytest.TempPathFactory) -> tuple[kernel.KernelAnalysis, Path]:
+    out = tmp_path_factory.mktemp("kernel-analysis")
+    result = kernel.analyze(CONSTS, VALUES)
+    spans = out / "spans.txt"
+    spans.write_text("\n".join(kernel.xsie_lines(result)) + "\n")
+    (out / "scope.json").write_text(result.table.to_json())
+    return result, spans
+
+
+@pytest.fixture(scope="session")
+def guest(analysis: tuple[kernel.KernelAnalysis, Path], tmp_path_factory: pytest.TempPathFactory) -> dict:
+    if not Path("/dev/kvm").exists() and not subprocess.run(["which", "qemu-system-x86_64"]).returncode == 0:
+        pytest.skip("qemu-system-x86_64 is missing")
+    env = kernel_env_file()
+    make = subprocess.run(
+        ["make", "-s", "-C", str(KMOD), f"TOP={paths.ROOT}", f"BUILD={paths.BUILD}"],
+        capture_output=True,
+        text=True,
+    )
+    assert make.returncode == 0, f"building xsie.ko failed:\n{make.stdout[-2000:]}{make.stderr[-2000:]}"
+    out = tmp_path_factory.mktemp("guest")
+    initrd, console = out / "initrd.gz", out / "console.log"
+    build_env = dict(os.environ, BUILD=str(paths.BUILD))
+    subprocess.run(
+        [str(KMOD / "harness" / "build-initramfs.sh"), str(env), str(analysis[1]), str(initrd)],
+        check=True,
+        env=build_env,
+    )
+    run = subprocess.run([str(KMOD / "harness" / "run-guest.sh"), str(env), str(initrd), str(console), "420"])
+    text = console.read_text(errors="replace")
+    (paths.BUILD / "kmod" / "last-console.log").write_text(text)
+    results = {}
+    for m in re.finditer(r"^XSIE-RESULT (\S+) (PASS|FAIL) ?(.*)$", text, re.M):
+        results[m.group(1)] = (m.group(2), m.group(3))
+    return {"finished": run.returncode == 0, "console": text, "results": results}
+
+
+def test_guest_finished(guest: dict) -> None:
+    assert guest["finished"], "the guest did not reach XSIE-DONE:\n" + guest["console"][-3000:]
+
+
+def test_guest_never_oopses(guest: dict) -> None:
+    bad = [line for line in guest["console"].splitlines() if CRASH.search(line)]
+    assert not bad, "kernel trouble on the console:\n" + "\n".join(bad[:40])
+
+
+@pytest.mark.parametrize("name", GUEST_CHECKS)
+def test_guest_check(guest: dict, name: str) -> None:
+    assert name in guest["results"], f"guest check {name} did not report (see build/kmod/last-console.log)"
+    status, detail = guest["results"][name]
+    assert status == "PASS", f"{name}: {detail}"
+
+
+def test_every_guest_result_is_known(guest: dict) -> None:
+    """A FAIL of a check this file does not list must not go unnoticed."""
+    failed = {n: d for n, (s, d) in guest["results"].items() if s == "FAIL"}
+    assert not failed, failed
+
+
+def test_analysis_spans(analysis: tuple[kernel.KernelAnalysis, Path]) -> None:
+    result, spans = analysis
+    table = ScopeTable.from_json(result.table.to_json())  # validates every field
+    blk = table.const("BLK_MAX_REQUEST_COUNT")
+    plug = [s for s in blk.spans if s.function == "blk_add_rq_to_plug"]
+    assert len(plug) == 1 and "83e0e083c040" in plug[0].expected  # and $-32, %eax; add $64, %eax
+    assert plug[0].update.text.startswith("xsie scale rax")
+    assert [s.function for s in table.const("MAX_SOFTIRQ_RESTART").spans] == ["handle_softirqs"]
+    assert [s.function for s in table.const("SHRINK_BATCH").spans] == ["do_shrink_slab"]
+    assert all(not c.refusals for c in table.consts), [c.refusals for c in table.consts]
+    assert "span 2 set do_shrink_slab" in spans.read_text()
+
+
+def test_blk_unit_builds_match_the_distro_kernel() -> None:
+    """block/blk-mq.o built with 32, 8 and 128: only blk_add_rq_to_plug changes, and the
+    original build is found byte for byte (relocations aside) in Debian's vmlinux."""
+    env = kernel_build.KernelEnv.fetch()
+    define = kernel_build.find_define(env.source, "BLK_MAX_REQUEST_COUNT")
+    assert define.value == 32
+    codes = [ElfCode(kernel_build.build_unit(env, define, "block/blk-mq.o", v)) for v in (32, 8, 128)]
+    changed = {d.name for d in diff_functions(codes[:2])} | {
+        d.name for d in diff_functions([codes[0], codes[2]])
+    }
+    assert changed == {"blk_add_rq_to_plug"}
+    image = kernel_verify.vmlinux(env)
+    assert kernel_verify.matches(image, codes[0].functions["blk_add_rq_to_plug"]) == 1
+    assert kernel_verify.matches(image, codes[1].functions["blk_add_rq_to_plug"]) == 0
+
+
+def test_unknown_perf_const_is_refused() -> None:
+    env = kernel_build.KernelEnv.fetch()
+    with pytest.raises(kernel_build.KernelBuildError, match="NO_SUCH_CONST_XSIE"):
+        kernel_build.find_define(env.source, "NO_SUCH_CONST_XSIE")
