@@ -91,10 +91,16 @@ class KnobTable:
         if (magic, header_size, slot_size, slot_count) != (TABLE_MAGIC, HEADER_SIZE, SLOT_SIZE, SLOT_COUNT):
             raise KnobError(f"{path}: not a knob table of this layout (magic {magic:#x})")
         self._doorbell = ctypes.c_uint32.from_buffer(self._mm, OFF_DOORBELL)
+        # 8-byte fields through native views: one aligned load/store each, never torn
+        # (struct.pack_into with "<" writes byte by byte).
+        self._i64 = memoryview(self._mm).cast("q")
+        self._u64 = memoryview(self._mm).cast("Q")
         self._libc = ctypes.CDLL(None, use_errno=True)
 
     def close(self) -> None:
         del self._doorbell
+        self._i64.release()
+        self._u64.release()
         self._mm.close()
 
     def __enter__(self) -> KnobTable:
@@ -125,9 +131,9 @@ class KnobTable:
         With `ring`, also bump the doorbell and FUTEX_WAKE xrtd (one system call) to cut latency.
         """
         off = self._off(index)
-        gen = struct.unpack_from("<Q", self._mm, off + OFF_DESIRED_GEN)[0] + 1
-        struct.pack_into("<q", self._mm, off + OFF_DESIRED, value)
-        struct.pack_into("<Q", self._mm, off + OFF_DESIRED_GEN, gen)
+        gen = self._u64[(off + OFF_DESIRED_GEN) // 8] + 1
+        self._i64[(off + OFF_DESIRED) // 8] = value
+        self._u64[(off + OFF_DESIRED_GEN) // 8] = gen
         if ring:
             self.ring()
         return gen
@@ -142,11 +148,15 @@ class KnobTable:
         """Snapshot a slot; retries while xrtd is publishing (odd seq)."""
         off = self._off(index)
         while True:
-            seq1 = struct.unpack_from("<Q", self._mm, off + OFF_SEQ)[0]
+            seq1 = self._u64[(off + OFF_SEQ) // 8]
             if seq1 & 1:
                 continue
-            applied, applied_gen, state, error = struct.unpack_from("<qQIi", self._mm, off + OFF_APPLIED)
-            if struct.unpack_from("<Q", self._mm, off + OFF_SEQ)[0] == seq1:
+            applied, applied_gen = (
+                self._i64[(off + OFF_APPLIED) // 8],
+                self._u64[(off + OFF_APPLIED_GEN) // 8],
+            )
+            state, error = struct.unpack_from("<Ii", self._mm, off + OFF_STATE)
+            if self._u64[(off + OFF_SEQ) // 8] == seq1:
                 break
         name = self._mm[off : off + NAME_LEN].split(b"\0", 1)[0].decode()
         target = self._mm[off + NAME_LEN : off + NAME_LEN + TARGET_LEN].split(b"\0", 1)[0].decode()
@@ -178,7 +188,7 @@ class KnobTable:
         """
         off = self._off(index)
         start = time.monotonic()
-        while struct.unpack_from("<Q", self._mm, off + OFF_APPLIED_GEN)[0] < gen:
+        while self._u64[(off + OFF_APPLIED_GEN) // 8] < gen:
             waited = time.monotonic() - start
             if waited > timeout:
                 raise KnobError(f"slot {index}: xrtd did not answer gen {gen} within {timeout}s")
@@ -349,5 +359,4 @@ class _LeaseThread(threading.Thread):
         with contextlib.suppress(KnobError, OSError):
             if release:
                 self._client.release()
-        self._client._rfile.close()
-        self._client._sock.close()
+        self._client.close()
