@@ -66,9 +66,16 @@ static int serve_one(struct target *t, const struct sie_plan *p, int block)
 		for (int k = 0; k < p->nspans; k++) {
 			const struct sie_span *sp = &p->spans[k];
 
-			if (sp->patch == SIE_PATCH_INT3 && r.rip == sp->live + 1) {
+			if (sp->patch != SIE_PATCH_INT3)
+				continue;
+			if (r.rip == sp->live + 1) {
 				r.rip = sp->tramp_live;
 				ptrace(PTRACE_SETREGS, tid, 0, &r);
+				sig = 0;
+				break;
+			}
+			/* A hit already stepped back while stopped: it runs the int3 again. */
+			if (r.rip == sp->live) {
 				sig = 0;
 				break;
 			}
@@ -91,6 +98,53 @@ static void serve_pause(struct target *t, const struct sie_plan *p)
 			nanosleep(&(struct timespec){0, 50000}, NULL);
 		clock_gettime(CLOCK_MONOTONIC, &b);
 	} while ((b.tv_sec - a.tv_sec) * 1000000000l + (b.tv_nsec - a.tv_nsec) < 1000000);
+}
+
+static int trap_pending(pid_t pid, pid_t tid)
+{
+	char path[64], line[128];
+	unsigned long long mask = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid, tid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "SigPnd: %llx", &mask) == 1)
+			break;
+	fclose(f);
+	return !!(mask & (1ull << (SIGTRAP - 1)));
+}
+
+/*
+ * A thread that ran into an int3 just as it was stopped still has the SIGTRAP queued; without a
+ * tracer it would kill the process. Let each such thread take it now (the bytes are already
+ * restored) and step it back onto the original instruction.
+ */
+static void drain_traps(struct target *t, const struct sie_plan *p)
+{
+	for (int i = 0; i < t->nthreads; i++) {
+		struct thread *th = &t->threads[i];
+		struct user_regs_struct r;
+		int st;
+
+		while (!th->gone && trap_pending(t->pid, th->tid)) {
+			if (ptrace(PTRACE_CONT, th->tid, 0, 0) ||
+			    waitpid(th->tid, &st, __WALL) < 0 || !WIFSTOPPED(st)) {
+				th->gone = 1;
+				break;
+			}
+			if (ptrace(PTRACE_GETREGS, th->tid, 0, &r))
+				continue;
+			for (int k = 0; k < p->nspans; k++)
+				if (p->spans[k].patch == SIE_PATCH_INT3 &&
+				    r.rip == p->spans[k].live + 1) {
+					r.rip = p->spans[k].live;
+					ptrace(PTRACE_SETREGS, th->tid, 0, &r);
+				}
+		}
+	}
 }
 
 int sie_serve(pid_t pid, struct sie_plan *p, const struct sie_opts *o, struct sie_state *s,
@@ -126,6 +180,7 @@ int sie_serve(pid_t pid, struct sie_plan *p, const struct sie_opts *o, struct si
 		target_detach(&t);
 		return -1;
 	}
+	drain_traps(&t, p);
 	target_detach(&t);
 	return 0;
 }

@@ -106,7 +106,7 @@ def live_bytes(pid: int, table: ScopeTable) -> bool:
     return True
 
 
-def run_case(case: Case) -> Case:
+def run_case(case: Case, force_int3: bool = False) -> Case:
     case.table = analyze(case.spec)
     const = case.table.consts[0]
     if not const.tunable:
@@ -119,7 +119,7 @@ def run_case(case: Case) -> Case:
     try:
         before = t.ask(INPUTS)
         try:
-            eng.attach(t.p.pid, case.table, "", ["K"])
+            eng.attach(t.p.pid, case.table, "", ["K"], force_int3=force_int3)
         except eng.SieError as e:
             case.verdict, case.detail = "refused", [f"attach: {e}"]
             return case
@@ -152,6 +152,7 @@ def corpus_cases() -> list[Case]:
     ]
 
 
-def run_corpus(workers: int = 2) -> list[Case]:
+def run_corpus(workers: int = 2, force_int3: bool = False, only: tuple[str, str] | None = None) -> list[Case]:
+    cases = [c for c in corpus_cases() if only is None or (c.cc, c.opt) == only]
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(run_case, corpus_cases()))
+        return list(pool.map(lambda c: run_case(c, force_int3), cases))

@@ -30,3 +30,13 @@ def test_corpus_oracle(engine):
     inlined = [c for c in passed if c.program == "inlined_callers" and c.opt == "-O2"]
     assert all(len(c.table.consts[0].spans) >= 2 for c in inlined), "one span per inlined caller"
     assert len(passed) / len(cases) >= 0.7
+
+
+def test_corpus_oracle_int3_fallback(engine):
+    """The same oracle with every span patched by int3 and served by `xsie-user serve`."""
+    cases = oracle.run_corpus(workers=2, force_int3=True, only=("gcc", "-O2"))
+    passed = [c for c in cases if c.verdict == "pass"]
+    failed = [c for c in cases if c.verdict == "fail"]
+    print(f"\nSIE oracle (int3 fallback, gcc -O2): {len(passed)}/{len(cases)} pass")
+    assert not failed, [(c.name, c.detail) for c in failed]
+    assert len(passed) >= 20

@@ -42,3 +42,25 @@ def test_multithreaded_changes_and_cycles(engine):
         assert t.p.poll() is None, "a worker saw an impossible result and aborted"
     finally:
         t.close()
+
+
+def test_multithreaded_int3_fallback(engine):
+    """The ptrace fallback under the same 8 threads: 300 value changes, 20 arm/disarm cycles."""
+    table = targets.analyzed("mt_target", [100, 50, 300])
+    t = oracle.Target(Path(table.binary.path))
+    rnd = random.Random(6)
+    try:
+        t.ask([1])
+        for cycle in range(20):
+            eng.attach(t.p.pid, table, "", ["K"], timeout_ms=5000, force_int3=True)
+            for _ in range(15):
+                k = rnd.randint(1, 5000)
+                eng.set_value(t.p.pid, "K", k)
+                n = rnd.randint(0, 6000)
+                assert t.ask([n]) == [expect(n, k)], cycle
+            eng.detach(t.p.pid, timeout_ms=5000)
+            assert oracle.live_bytes(t.p.pid, table), f"text differs after disarm {cycle}"
+            assert t.ask([77]) == [expect(77, 100)]
+        assert t.p.poll() is None
+    finally:
+        t.close()

@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import mmap
 import os
+import signal
 import struct
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,8 +32,8 @@ class SieError(RuntimeError):
     pass
 
 
-def plan_text(table: ScopeTable, slots: dict[str, int], knobs_path: str) -> str:
-    """The engine's plan: one line per span (see runtime/sie/plan.c)."""
+def plan_text(table: ScopeTable, slots: dict[str, int], knobs_path: str, int3: bool = False) -> str:
+    """The engine's plan: one line per span (see runtime/sie/plan.c); `int3` forces the fallback."""
     lines = [f"knobs {knobs_path} {TABLE_SIZE:x}", f"load_vaddr {table.binary.load_vaddr:x}"]
     for c in table.consts:
         if c.name not in slots:
@@ -43,7 +45,8 @@ def plan_text(table: ScopeTable, slots: dict[str, int], knobs_path: str) -> str:
             )
             safe = " ".join(f"{s.func_vaddr + r.start:x} {s.func_vaddr + r.end:x}" for r in s.safe)
             lines.append(
-                f"span {c.name} {slots[c.name]} {s.vaddr:x} {s.patch} {s.expected} {s.trampoline}"
+                f"span {c.name} {slots[c.name]} {s.vaddr:x} {'int3' if int3 else s.patch}"
+                f" {s.expected} {s.trampoline}"
                 f" {len(s.relocs)} {relocs} {len(s.safe)} {safe}".replace("  ", " ")
             )
     return "\n".join(lines) + "\n"
@@ -120,6 +123,7 @@ class Attachment:
     knobs: str
     slots: dict[str, int]
     own_table: bool
+    server: int = 0  # pid of `xsie-user serve` when a span uses the int3 fallback
 
     @classmethod
     def load(cls, pid: int) -> Attachment:
@@ -128,10 +132,16 @@ class Attachment:
         if not meta.exists():
             raise SieError(f"pid {pid}: not attached (no {meta})")
         m = json.loads(meta.read_text())
-        return cls(pid, d, m["scope"], m["knobs"], m["slots"], m["own_table"])
+        return cls(pid, d, m["scope"], m["knobs"], m["slots"], m["own_table"], m.get("server", 0))
 
     def save(self) -> None:
-        meta = {"scope": self.scope, "knobs": self.knobs, "slots": self.slots, "own_table": self.own_table}
+        meta = {
+            "scope": self.scope,
+            "knobs": self.knobs,
+            "slots": self.slots,
+            "own_table": self.own_table,
+            "server": self.server,
+        }
         (self.dir / "meta.json").write_text(json.dumps(meta, indent=1))
 
 
@@ -156,8 +166,12 @@ def attach(
     names: list[str] | None = None,
     knobs: str = "",
     timeout_ms: int = 2000,
+    force_int3: bool = False,
 ) -> Attachment:
-    """Arm the perf-consts `names` (default: every tunable one) in one transaction."""
+    """Arm the perf-consts `names` (default: every tunable one) in one transaction.
+
+    When a span needs the int3 fallback (or `force_int3`), `xsie-user serve` stays attached as the
+    process's tracer until detach."""
     _check_pid(pid)
     d = STATE_ROOT / str(pid)
     if (d / "meta.json").exists():
@@ -167,13 +181,6 @@ def attach(
         if not c.tunable:
             why = "; ".join(f"{r.function}: {r.reason}" for r in c.refusals) or "no spans"
             raise SieError(f"{c.name} is not tunable: {why}")
-        int3 = [s for s in c.spans if s.patch != "jump"]
-        if int3:
-            s = int3[0]
-            raise SieError(
-                f"{c.name}: span in {s.function}+{s.start:#x} needs the int3 fallback ({s.patch_reason}),"
-                " which this engine build does not serve"
-            )
     if not consts:
         raise SieError("no tunable perf-const in the scope table")
     d.mkdir(parents=True, exist_ok=True)
@@ -183,15 +190,56 @@ def attach(
     slots = {c.name: tab.register(c.name, c.values[0]) for c in consts}
     tab.close()
     att = Attachment(pid, d, scope_path, knobs_path, slots, own)
-    (d / "plan").write_text(plan_text(table, slots, knobs_path))
+    (d / "plan").write_text(plan_text(table, slots, knobs_path, force_int3))
+    int3 = force_int3 or any(s.patch == "int3" for c in consts for s in c.spans)
+    args = ["--pid", str(pid), "--plan", str(d / "plan"), "--state", str(d / "state")]
+    args += ["--timeout-ms", str(timeout_ms)]
     try:
-        _engine(["arm", "--pid", str(pid), "--plan", str(d / "plan"), "--state", str(d / "state"),
-                 "--timeout-ms", str(timeout_ms)])  # fmt: skip
+        if int3:
+            att.server = _serve(args, d)
+        else:
+            _engine(["arm", *args])
     except Exception:
         _cleanup(att)
         raise
     att.save()
     return att
+
+
+_servers: dict[int, subprocess.Popen[str]] = {}  # servers started by this process, to reap them
+
+
+def _serve(args: list[str], d: Path) -> int:
+    log = open(d / "server.log", "w")  # noqa: SIM115 - the server keeps it
+    p = subprocess.Popen(
+        [str(paths.binary("xsie-user")), "serve", *args],
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
+        start_new_session=True,
+    )
+    log.close()
+    assert p.stdout is not None
+    line = p.stdout.readline()
+    if not line.startswith("armed"):
+        p.wait()
+        raise SieError((d / "server.log").read_text().strip() or "xsie-user serve failed")
+    _servers[p.pid] = p
+    return p.pid
+
+
+def _stop_server(att: Attachment, timeout_ms: int) -> None:
+    os.kill(att.server, signal.SIGTERM)
+    deadline = time.monotonic() + 10 * timeout_ms / 1000 + 5
+    p = _servers.pop(att.server, None)
+    while time.monotonic() < deadline:
+        if p is not None and p.poll() is not None or p is None and not Path(f"/proc/{att.server}").exists():
+            break
+        time.sleep(0.01)
+    else:
+        raise SieError(f"xsie-user serve (pid {att.server}) did not finish disarming")
+    if (att.dir / "state").exists() and Path(f"/proc/{att.pid}").exists():
+        raise SieError((att.dir / "server.log").read_text().strip()[-3000:] or "disarm failed")
 
 
 def set_value(pid: int, name: str, value: int, constraint: str = "") -> None:
@@ -207,7 +255,9 @@ def set_value(pid: int, name: str, value: int, constraint: str = "") -> None:
 
 def detach(pid: int, timeout_ms: int = 2000) -> None:
     att = Attachment.load(pid)
-    if Path(f"/proc/{pid}").exists():
+    if att.server:
+        _stop_server(att, timeout_ms)
+    elif Path(f"/proc/{pid}").exists():
         _engine(["disarm", "--plan", str(att.dir / "plan"), "--state", str(att.dir / "state"),
                  "--timeout-ms", str(timeout_ms)])  # fmt: skip
     _cleanup(att)
@@ -230,6 +280,6 @@ def _cleanup(att: Attachment) -> None:
         for s in att.slots.values():
             tab.free(s)
         tab.close()
-    for f in ("plan", "state", "meta.json"):
+    for f in ("plan", "state", "meta.json", "server.log"):
         (att.dir / f).unlink(missing_ok=True)
     att.dir.rmdir()
