@@ -393,13 +393,13 @@ class ShmFrameReader(FrameReader):
 class ZmqFrameReader(FrameReader):
     """Subscriber to xobserve's ZeroMQ PUB socket (topics "frame" and "catalog")."""
 
-    def __init__(self, endpoint: str = "tcp://127.0.0.1:5557", max_pending: int = 4096) -> None:
+    def __init__(self, endpoint: str = "tcp://127.0.0.1:5557", max_pending: int = 4096, context=None) -> None:
         import zmq
 
         super().__init__()
         self.endpoint = endpoint
         self._zmq = zmq
-        self._ctx = zmq.Context.instance()
+        self._ctx = context or zmq.Context.instance()
         self._sock = self._ctx.socket(zmq.SUB)
         self._sock.setsockopt(zmq.RCVHWM, 100000)
         self._sock.setsockopt(zmq.SUBSCRIBE, TOPIC_CATALOG)
