@@ -1,6 +1,7 @@
 """xobserve's command line: --list, --once, bad input, not root, and nothing left attached."""
 
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -8,6 +9,7 @@ from pathlib import Path
 
 from obs_helpers import bpf_ids_alive, bpf_ids_of
 from xtune import paths
+from xtune.signals import ShmFrameReader
 
 FAMILIES = ["sched", "softirq", "block", "syscall", "func", "pmu", "tcp", "mem"]
 
@@ -56,6 +58,7 @@ def test_bad_options_are_named(xobserve):
         (["--func", "nocolon"], "BINARY:FUNCTION"),
         (["--block-dev", "sda"], "MAJOR:MINOR"),
         (["--once", "extra"], "unexpected argument 'extra'"),
+        (["--rt-priority", "100"], "--rt-priority wants a number in [1, 99]"),
     ]:
         r = run(xobserve, *args)
         assert r.returncode == 2, (args, r.stderr)
@@ -127,3 +130,13 @@ def test_verifier_rejection_shows_the_log_tail_and_the_others_run(tmp_path):
     assert "R0 invalid mem access 'map_value_or_null'" in r.stderr  # the verifier's own words
     signals = json.loads(r.stdout)["signals"]
     assert "softirq.timer.count" in signals and "sched.switches" not in signals
+
+
+def test_rt_priority_runs_the_window_loop_sched_fifo(start_observer):
+    obs = start_observer("--families", "sched", "--window-ms", "1", "--rt-priority", "5")
+    threads = [int(t.name) for t in Path(f"/proc/{obs.proc.pid}/task").iterdir()]
+    assert all(os.sched_getscheduler(t) == os.SCHED_FIFO for t in threads)  # ZeroMQ's threads too
+    assert os.sched_getparam(obs.proc.pid).sched_priority == 5
+    with ShmFrameReader(obs.shm) as reader:
+        frames = [reader.poll(5) for _ in range(50)]
+    assert all(frames) and reader.stats.lost == 0
