@@ -312,19 +312,28 @@ void xsie_spans_unregister(struct xsie_const *c)
 		unregister_kprobe(&c->spans[i].kp);
 }
 
-/* Spans whose probe is a jump now (optimization runs asynchronously after registration). */
+/*
+ * Spans whose probe is a jump now (optimization runs asynchronously after registration). The
+ * flag is kept on the probe kprobes installed at the address (an aggregate holding ours).
+ */
 void xsie_span_counts(struct xsie_const *c, u32 *optimized, u32 *int3)
 {
+	struct kprobe *(*get)(void *addr) = (void *)xsie_symbol("get_kprobe");
 	u32 i;
 
 	*optimized = 0;
 	*int3 = 0;
-	if (c->state < XSIE_TRANSITION)
+	if (c->state < XSIE_TRANSITION || !get)
 		return;
 	for (i = 0; i < c->nspans; i++) {
-		if (c->spans[i].kp.flags & KPROBE_FLAG_OPTIMIZED)
+		struct kprobe *p;
+
+		preempt_disable();
+		p = get(c->spans[i].kp.addr);
+		if (p && (p->flags & KPROBE_FLAG_OPTIMIZED))
 			(*optimized)++;
 		else
 			(*int3)++;
+		preempt_enable();
 	}
 }

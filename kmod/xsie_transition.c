@@ -91,6 +91,8 @@ static int xsie_rp_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 	struct xsie_task_slot *t;
 	unsigned long flags;
 
+	if (!READ_ONCE(g->active))
+		return 1; /* entered before the switch: this execution keeps the old values */
 	raw_spin_lock_irqsave(&xsie_tasks_lock, flags);
 	t = xsie_task_find(g, true);
 	if (t)

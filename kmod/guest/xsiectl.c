@@ -10,6 +10,7 @@
  *   xsiectl disarm ID | unload ID
  *   xsiectl status ID             one line of key=value
  *   xsiectl wait ID MS            wait until armed (exit 1 on timeout)
+ *   xsiectl clock                 CLOCK_MONOTONIC in ns (busybox has no finer clock)
  *
  * Spans file lines:
  *   span ID set|scale|cmp FUNC CHECK_OFF HEXBYTES PROBE_OFF REG WIDTH A B V0
@@ -202,6 +203,10 @@ int main(int argc, char **argv)
 	uint64_t t0;
 	int fd;
 
+	if (argc == 2 && !strcmp(argv[1], "clock")) {
+		printf("%llu\n", (unsigned long long)now_ns());
+		return 0;
+	}
 	if (argc < 3) {
 		fprintf(stderr,
 			"usage: xsiectl load FILE | set ID V | arm ID MODE | txn MODE ID... | "

@@ -2,7 +2,7 @@
 # build-initramfs.sh KERNEL_ENV SPANS OUT.cpio.gz [TEST...]
 # A busybox initramfs with xsie.ko, the test load module, the guest tools and tests, the spans
 # file, and the distro modules the tests need (null_blk and its dependency configfs).
-# TEST names select guest/tests/*.sh files (default: all).
+# TEST names select guest scripts by path under kmod/guest without .sh (default: tests/*).
 set -euo pipefail
 kenv=$1 spans=$2 out=$3
 shift 3
@@ -21,7 +21,7 @@ cp "$kmod/guest/lib.sh" "$root/xsie/"
 if [[ $# -eq 0 ]]; then
 	cp "$kmod"/guest/tests/*.sh "$root/xsie/tests/"
 else
-	for t in "$@"; do cp "$kmod/guest/tests/$t.sh" "$root/xsie/tests/"; done
+	for t in "$@"; do cp "$kmod/guest/$t.sh" "$root/xsie/tests/"; done
 fi
 cp "$build/guest/xsiectl" "$build/guest/plugload" "$root/xsie/bin/"
 cp "$build/xsie.ko" "$build/xsie_testload.ko" "$root/xsie/modules/"
