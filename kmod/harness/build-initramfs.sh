@@ -23,7 +23,7 @@ if [[ $# -eq 0 ]]; then
 else
 	for t in "$@"; do cp "$kmod/guest/$t.sh" "$root/xsie/tests/"; done
 fi
-cp "$build/guest/xsiectl" "$build/guest/plugload" "$root/xsie/bin/"
+cp "$build"/guest/{xsiectl,plugload,linesock,xrtd} "$root/xsie/bin/"
 cp "$build/xsie.ko" "$build/xsie_testload.ko" "$root/xsie/modules/"
 cp "$KERNEL_MODULES/kernel/fs/configfs/configfs.ko" \
 	"$KERNEL_MODULES/kernel/drivers/block/null_blk/null_blk.ko" "$root/xsie/modules/"

@@ -34,6 +34,8 @@ GUEST_CHECKS = [
     "txn_disarm_together", "txn_restored",
     "bad_bytes", "bad_offset", "bad_probe", "bad_function", "bad_exit", "bad_mid_instruction",
     "bad_unloaded",
+    "xrtd_register", "xrtd_set", "xrtd_effect", "xrtd_refuses_unloaded", "xrtd_unregister",
+    "xrtd_restored", "xrtd_disarmed",
     "unload_armed", "unload_log", "unload_no_probes", "unload_text_exact",
 ]  # fmt: skip
 CRASH = re.compile(r"Oops|BUG:|WARNING:|general protection|Call Trace|kernel panic", re.I)
