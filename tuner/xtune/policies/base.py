@@ -1,0 +1,35 @@
+"""The trial-policy interface: suggest values, be told how they did."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A trial's measurement: means and standard errors over its windows.
+
+    `objective` is the objective expression; `slo` maps each SLO line's index to its left side.
+    `feasible` is False when the guard tripped (the values are what was measured until then).
+    """
+
+    objective: float
+    objective_sem: float
+    slo: dict[int, tuple[float, float]]
+    feasible: bool
+
+
+class TrialPolicy(ABC):
+    name: str = "policy"
+
+    @abstractmethod
+    def suggest(self) -> tuple[int, dict[str, Any]] | None:
+        """(trial index, knob values) to try next, or None when the policy is done."""
+
+    def complete(self, index: int, params: dict[str, Any], outcome: Outcome) -> None:  # noqa: B027
+        """Hear how a trial went (default: nothing to learn)."""
+
+    def close(self) -> None:  # noqa: B027
+        """Release resources (worker processes)."""

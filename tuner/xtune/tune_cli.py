@@ -1,0 +1,146 @@
+"""`xtune run FILE`, `trials`, `report`, `train`, `demo`: the tuning loop's commands."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from xtune import paths
+
+DEFAULT_DB = os.environ.get("XTUNE_DB", f"sqlite:///{paths.BUILD / 'xtune-trials.db'}")
+
+app = typer.Typer(no_args_is_help=True)
+
+DbOption = Annotated[str, typer.Option(help="Trial store URL (SQLAlchemy: sqlite:///..., postgresql://...).")]
+
+
+@app.command()
+def run(
+    file: Annotated[Path, typer.Argument(help="SLO file (YAML).")],
+    db: DbOption = DEFAULT_DB,
+    xrtd_socket: Annotated[
+        str, typer.Option(help="xrtd control socket (default: the file's, else the system's).")
+    ] = "",
+    metrics_addr: Annotated[str, typer.Option(help="Prometheus exporter HOST:PORT.")] = paths.PROMETHEUS_ADDR,
+    var: Annotated[
+        list[str] | None, typer.Option(help="NAME=VALUE for ${NAME} in the file (repeatable).")
+    ] = None,
+    report: Annotated[Path | None, typer.Option(help="Write the report to this directory when done.")] = None,
+) -> None:
+    """Run the tuning job an SLO file describes."""
+    from rich.console import Console
+
+    from xtune.actuator import Actuator
+    from xtune.config import ConfigError, load
+    from xtune.console import Progress, before_after
+    from xtune.loop import Runner
+    from xtune.metrics import Metrics
+    from xtune.policies import make_policy
+    from xtune.report import write_report
+    from xtune.signals import ShmFrameReader, ZmqFrameReader
+    from xtune.store import Store
+    from xtune.workload import Workload
+
+    console = Console()
+    variables = dict(v.split("=", 1) for v in var or [] if "=" in v)
+    try:
+        slo = load(file, variables)
+    except ConfigError as e:
+        typer.echo(str(e), err=True)
+        raise typer.Exit(2) from e
+    store = Store(db)
+    metrics = Metrics(slo.name)
+    host, _, port = metrics_addr.rpartition(":")
+    metrics.serve(host or "127.0.0.1", int(port))
+    actuator = Actuator(xrtd_socket or slo.xrtd_socket or paths.XRTD_SOCKET, slo.knobs)
+    reader = ZmqFrameReader(slo.signals.zmq) if slo.signals.zmq else ShmFrameReader(slo.signals.shm)
+    workload = Workload(slo.workload) if slo.workload else None
+    runner = Runner(slo, actuator, reader, store, metrics, workload, Progress(console))
+    try:
+        warm = store.trials(name=slo.name)
+        result = runner.run(lambda bounds: make_policy(slo, bounds, warm))
+    finally:
+        runner.close()
+        reader.close()
+        metrics.close()
+    before_after(result, console)
+    if report is not None:
+        console.print(f"report: {write_report(store, result.experiment_id, report)}")
+
+
+@app.command()
+def trials(
+    db: DbOption = DEFAULT_DB,
+    experiment: Annotated[str, typer.Option(help="Only runs of this experiment name.")] = "",
+) -> None:
+    """List stored runs and their trials."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from xtune.store import Store
+
+    store = Store(db)
+    console = Console()
+    for exp in store.experiments(experiment or None):
+        table = Table(title=f"run {exp.id}: {exp.name} {exp.result or ''}")
+        for col in ("trial", "policy", "values", "status", "objective", "sem"):
+            table.add_column(col)
+        for t in store.trials(exp.id):
+            table.add_row(
+                str(t.index), t.policy, str(t.params), t.status, f"{t.objective}", f"{t.objective_sem}"
+            )
+        console.print(table)
+
+
+@app.command()
+def report(
+    run_id: Annotated[int, typer.Argument(help="Run id (see `xtune trials`).")],
+    out: Annotated[Path, typer.Option(help="Output directory.")] = Path("xtune-report"),
+    db: DbOption = DEFAULT_DB,
+) -> None:
+    """Write PNG plots and an HTML page for a stored run."""
+    from xtune.report import write_report
+    from xtune.store import Store
+
+    typer.echo(str(write_report(Store(db), run_id, out)))
+
+
+@app.command()
+def train(
+    recordings: Annotated[list[Path], typer.Argument(help="Recordings with frames and decisions.")],
+    knob: Annotated[list[str], typer.Option(help="Knob the tree decides (repeatable).")],
+    out: Annotated[Path, typer.Option(help="Model file (JSON) to write.")],
+    feature: Annotated[
+        list[str] | None, typer.Option(help="Signal to use (repeatable; default all).")
+    ] = None,
+    max_depth: Annotated[int, typer.Option(help="Tree depth limit.")] = 8,
+) -> None:
+    """Train a decision-tree policy from recordings (signals -> recorded knob decisions)."""
+    from xtune.train import train_tree
+
+    try:
+        model = train_tree(recordings, knob, out, feature or None, max_depth)
+    except (ValueError, OSError) as e:
+        typer.echo(f"xtune train: {e}", err=True)
+        raise typer.Exit(2) from e
+    typer.echo(f"{out}: {model.card}")
+
+
+@app.command()
+def demo(
+    short: Annotated[
+        bool, typer.Option("--short", help="A small budget (for tests): about a minute.")
+    ] = False,
+    budget: Annotated[int, typer.Option(help="Trials (default 14, or 4 with --short).")] = 0,
+    out: Annotated[Path, typer.Option(help="Where the trial store and the report go.")] = paths.BUILD
+    / "demo",
+) -> None:
+    """Tune a bulk TCP transfer's socket buffer limits through a bottleneck (real BPF, real sysctls)."""
+    from xtune.demo import run_demo
+
+    run = run_demo(out, short=short, budget=budget or None)
+    if run.result.best is None:
+        raise typer.Exit(1)
