@@ -21,6 +21,7 @@ app.add_typer(__import__("xtune.analysis.kernel", fromlist=["app"]).app)  # anal
 app.add_typer(__import__("xtune.knobs_cli", fromlist=["app"]).app)  # knobs: register, set, rollback
 app.add_typer(__import__("xtune.observe_cli", fromlist=["app"]).app)  # observe, record, replay
 app.add_typer(__import__("xtune.sie_cli", fromlist=["app"]).app)
+app.add_typer(__import__("xtune.tune_cli", fromlist=["app"]).app)  # run, trials, report, train, demo
 
 
 def main() -> None:
