@@ -63,7 +63,7 @@ def main() -> None:
     env = kernel_build.KernelEnv.fetch()
     per_hit = {}
     for probe, spans in (
-        ("blk", "blk_add_rq_to_plug: int3 (+ blk_start_plug_nr_ios)"),
+        ("blk", "blk_add_rq_to_plug + blk_start_plug_nr_ios"),
         ("sirq", "handle_softirqs"),
     ):
         hits = m[f"hit_{probe}_hits"]

@@ -112,7 +112,9 @@ static int xsie_span_pre(struct kprobe *p, struct pt_regs *regs)
 		xsie_reg_set(r, d->width, iv);
 		break;
 	case XSIE_UPD_SCALE:
-		xsie_reg_set(r, d->width, div64_s64(xsie_reg_get(r, d->width) * iv, iv0));
+		xsie_reg_set(r, d->width,
+			     div64_s64((xsie_reg_get(r, d->width) + d->pre_add) * iv, iv0) -
+				     d->pre_add);
 		break;
 	case XSIE_UPD_CMP:
 		this_cpu_write(xsie_cmp_delta, iv0 - iv);

@@ -13,7 +13,7 @@
  *   xsiectl clock                 CLOCK_MONOTONIC in ns (busybox has no finer clock)
  *
  * Spans file lines:
- *   span ID set|scale|cmp FUNC CHECK_OFF HEXBYTES PROBE_OFF REG WIDTH A B V0
+ *   span ID set|scale|cmp FUNC CHECK_OFF HEXBYTES PROBE_OFF REG WIDTH A B V0 [PRE_ADD]
  *   safe ID FUNC EXIT[,EXIT...]
  * Every command prints how long the kernel took (…_ns=) so benchmarks can use it.
  */
@@ -61,13 +61,15 @@ static int lookup(const char *name, const char *const *names, int n)
 static int parse_span(char *args, struct xsie_span_desc *d, const char *where)
 {
 	char upd[16], reg[8], hex[2 * XSIE_MAX_BYTES + 1];
-	long long a, b, v0;
+	long long a, b, v0, pre_add = 0;
+	int n;
 
 	memset(d, 0, sizeof(*d));
-	if (sscanf(args, "%u %15s %127s %i %64s %i %7s %u %lld %lld %lld", &d->const_id, upd,
-		   d->func, &d->check_offset, hex, &d->probe_offset, reg, &d->width, &a, &b,
-		   &v0) != 11) {
-		fprintf(stderr, "xsiectl: %s: a span needs 11 fields\n", where);
+	n = sscanf(args, "%u %15s %127s %i %64s %i %7s %u %lld %lld %lld %lld", &d->const_id, upd,
+		   d->func, &d->check_offset, hex, &d->probe_offset, reg, &d->width, &a, &b, &v0,
+		   &pre_add);
+	if (n != 11 && n != 12) {
+		fprintf(stderr, "xsiectl: %s: a span needs 11 or 12 fields\n", where);
 		return -1;
 	}
 	d->update = !strcmp(upd, "set")	    ? XSIE_UPD_SET
@@ -81,6 +83,7 @@ static int parse_span(char *args, struct xsie_span_desc *d, const char *where)
 	d->a = a;
 	d->b = b;
 	d->v0 = v0;
+	d->pre_add = pre_add;
 	if (!d->update || (int)d->reg < 0) {
 		fprintf(stderr, "xsiectl: %s: unknown update '%s' or register '%s'\n", where, upd,
 			reg);

@@ -24,7 +24,8 @@ CONSTS = ["BLK_MAX_REQUEST_COUNT", "MAX_SOFTIRQ_RESTART", "SHRINK_BATCH"]
 # BLK values: 2*V must stay below 128 or gcc switches to a 16-bit add (a different code shape).
 VALUES = {"BLK_MAX_REQUEST_COUNT": [32, 8, 48]}
 GUEST_CHECKS = [
-    "blk_baseline", "blk_load", "blk_arm", "blk_v8", "blk_v128", "blk_applied", "blk_disarmed",
+    "blk_baseline", "blk_load", "blk_arm", "blk_v8", "blk_v128", "blk_applied", "blk_jump_optimized",
+    "blk_disarmed",
     "blk_text_restored",
     "softirq_baseline", "softirq_load", "softirq_v3", "softirq_v25", "softirq_disarmed",
     "shrink_baseline", "shrink_load", "shrink_v32", "shrink_v512", "shrink_disarmed",
@@ -114,7 +115,7 @@ def test_analysis_spans(analysis: tuple[kernel.KernelAnalysis, Path]) -> None:
     blk = table.const("BLK_MAX_REQUEST_COUNT")
     plug = [s for s in blk.spans if s.function == "blk_add_rq_to_plug"]
     assert len(plug) == 1 and "83e0e083c040" in plug[0].expected  # and $-32, %eax; add $64, %eax
-    assert plug[0].update.text.startswith("xsie scale rax")
+    assert plug[0].update.text == "xsie scale rax before +0x33"  # on the add: jump-optimizable
     assert [s.function for s in table.const("MAX_SOFTIRQ_RESTART").spans] == ["handle_softirqs"]
     assert [s.function for s in table.const("SHRINK_BATCH").spans] == ["do_shrink_slab"]
     assert all(not c.refusals for c in table.consts), [c.refusals for c in table.consts]

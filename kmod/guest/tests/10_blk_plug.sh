@@ -20,6 +20,7 @@ st=$($XSIECTL status "$ID")
 echo "$st"
 check blk_applied "probe ran the update: $st" [ "$(echo "$st" | field applied)" -gt 0 ]
 metric blk_optimized_spans "$(echo "$st" | field optimized)"
+check blk_jump_optimized "both spans jump-optimized: $st" [ "$(echo "$st" | field optimized)" = 2 ]
 metric blk_int3_spans "$(echo "$st" | field int3)"
 $XSIECTL disarm "$ID"
 back=$(plug_depth 256)

@@ -34,7 +34,9 @@ struct xsie_value_page {
 /* How the synthesized update rewrites the register at the probe (IV = a * V + b). */
 enum xsie_update {
 	XSIE_UPD_SET = 1,   /* reg = a*V + b: the span loads the constant into reg */
-	XSIE_UPD_SCALE = 2, /* reg = reg * (a*V + b) / (a*V0 + b): reg holds k * IV(V0) */
+	XSIE_UPD_SCALE = 2, /* reg = (reg + pre_add) * (a*V + b) / (a*V0 + b) - pre_add: the
+			     * span leaves k * IV(V0) in reg; a probe on its last instruction
+			     * `add $pre_add` runs before it (and can be jump-optimized) */
 	XSIE_UPD_CMP = 3,   /* the probed cmp uses IV(V0) as immediate: reg is offset by
 			     * IV(V0) - IV(V) for that one instruction, then restored */
 };
@@ -70,8 +72,9 @@ struct xsie_span_desc {
 	__u32 reg;	    /* enum xsie_reg */
 	__u32 width;	    /* 16, 32 or 64: bits written back */
 	__u32 pad;
-	__s64 a, b; /* IV = a * V + b */
-	__s64 v0;   /* the value compiled into the kernel */
+	__s64 a, b;    /* IV = a * V + b */
+	__s64 v0;      /* the value compiled into the kernel */
+	__s64 pre_add; /* XSIE_UPD_SCALE: immediate the probed instruction still adds */
 };
 
 /* A safe span: a function, entered at +0 and left at the given exit instructions. */

@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -164,7 +165,7 @@ def xsie_lines(result: KernelAnalysis) -> list[str]:
                 )
                 lines.append(
                     f"span {cid} {s.update} {kf.name} {s.check_start:#x} {data} {s.probe:#x} "
-                    f"{XSIE_REG[s.reg]} {s.width} {s.a} {s.b} {v0}"
+                    f"{XSIE_REG[s.reg]} {s.width} {s.a} {s.b} {v0} {s.pre_add}"
                 )
             lines.append(f"safe {cid} {kf.name} {','.join(hex(e) for e in kf.exits)}")
     return lines
@@ -172,13 +173,15 @@ def xsie_lines(result: KernelAnalysis) -> list[str]:
 
 @app.command("analyze-kernel")
 def analyze_kernel_cmd(
-    const: list[str] = typer.Argument(..., help="perf-const names, e.g. BLK_MAX_REQUEST_COUNT"),
-    output: Path = typer.Option(..., "-o", "--output", help="scope table to write (JSON)"),
-    xsie: Path = typer.Option(None, "--xsie", help="also write the spans file for `xsiectl load`"),
-    value: list[str] = typer.Option(
-        None, "--values", help="NAME=V0,V1,V2 (default: original and two others)"
-    ),
-    fresh: bool = typer.Option(False, "--fresh", help="rebuild the units even if cached"),
+    const: Annotated[list[str], typer.Argument(help="perf-const names, e.g. BLK_MAX_REQUEST_COUNT")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="scope table to write (JSON)")],
+    xsie: Annotated[
+        Path | None, typer.Option("--xsie", help="also write the spans file for `xsiectl load`")
+    ] = None,
+    value: Annotated[
+        list[str] | None, typer.Option("--values", help="NAME=V0,V1,V2 (default: original and two others)")
+    ] = None,
+    fresh: Annotated[bool, typer.Option("--fresh", help="rebuild the units even if cached")] = False,
 ) -> None:
     """Analyze kernel perf-consts against Debian's current kernel (per translation unit)."""
     vals = {}

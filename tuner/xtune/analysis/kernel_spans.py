@@ -58,6 +58,7 @@ class KernelSpan:
     a: int
     b: int
     text: str
+    pre_add: int = 0  # scale: the probe sits on a final `add $pre_add`, which still runs after it
 
 
 @dataclass
@@ -210,15 +211,12 @@ def _scale(
         if any(r * values[0] != r0 * vk for r, r0 in zip(results[k], results[0], strict=True)):
             raise Unsupported(f"+{first.off:#x}: the span's result is not proportional to V ({results})")
     assert before is not None
-    return KernelSpan(
-        "",
-        "scale",
-        before.off,
-        nxt.off,
-        nxt.off + nxt.size,
-        reg,
-        width,
-        1,
-        0,
-        f"{reg} in {sorted({r for res in results[:1] for r in res})} = k*V: {reg} <- {reg}*V/V0",
-    )
+    text = f"{reg} in {sorted(set(results[0]))} = k*V: {reg} <- {reg}*V/V0"
+    last = insns[run[-1].index]
+    if last.mnemonic in ("add", "sub"):
+        # Probe the final add itself: the update pre-compensates its immediate. The probe then
+        # covers `add` and the consumer instead of the consumer and a conditional jump after it,
+        # so kprobes can jump-optimize it (cf. KernelX Appendix B).
+        c = run[-1].values[0] * (1 if last.mnemonic == "add" else -1)
+        return KernelSpan("", "scale", before.off, last.off, nxt.off + nxt.size, reg, width, 1, 0, text, c)
+    return KernelSpan("", "scale", before.off, nxt.off, nxt.off + nxt.size, reg, width, 1, 0, text)
