@@ -71,7 +71,8 @@ def list_(as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = 
         knobs = c.list()
     if as_json:
         typer.echo(json.dumps(knobs, indent=2))
-    for k in [] if as_json else knobs:
+        return
+    for k in knobs:
         typer.echo(_line(k))
 
 
