@@ -15,7 +15,13 @@ def _slo_line(line: str) -> str:
     return line
 
 
+def _expression(text: str) -> str:
+    expr.parse(text)
+    return text
+
+
 SloLine = Annotated[str, AfterValidator(_slo_line)]
+Expression = Annotated[str, AfterValidator(_expression)]
 
 
 class Strict(BaseModel):
@@ -25,14 +31,13 @@ class Strict(BaseModel):
 class Objective(Strict):
     """Exactly one of minimize / maximize, an expression over signals."""
 
-    minimize: str | None = None
-    maximize: str | None = None
+    minimize: Expression | None = None
+    maximize: Expression | None = None
 
     @model_validator(mode="after")
     def _one(self) -> Objective:
         if (self.minimize is None) == (self.maximize is None):
             raise ValueError("give exactly one of 'minimize' or 'maximize'")
-        expr.parse(self.expression)
         return self
 
     @property

@@ -1,0 +1,41 @@
+"""BO on a real workload in network namespaces improves its objective within its budget."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import HERE, Lab
+
+from xtune.actuator import Actuator
+from xtune.config import load
+from xtune.loop import Runner
+from xtune.metrics import Metrics
+from xtune.policies import make_policy
+from xtune.signals import ShmFrameReader
+from xtune.store import Store
+from xtune.workload import Workload
+
+
+def test_bo_improves_p99_rtt_and_keeps_throughput(lab: Lab, tmp_path: Path) -> None:
+    slo = load(HERE / "slo_good/bufferbloat-bo.yaml", lab.variables())
+    store = Store(f"sqlite:///{tmp_path / 'trials.db'}")
+    actuator = Actuator(lab.svc.xrtd_socket, slo.knobs)
+    reader = ShmFrameReader(slo.signals.shm)
+    assert slo.workload is not None
+    runner = Runner(slo, actuator, reader, store, Metrics(slo.name), Workload(slo.workload))
+    try:
+        result = runner.run(lambda bounds: make_policy(slo, bounds))
+    finally:
+        runner.close()
+        reader.close()
+    # The system's own limits (32 MiB receive, 4 MiB send) let CUBIC fill the bottleneck queue.
+    assert result.original == {"rcv_buf_max": 33554432, "snd_buf_max": 4194304}
+    assert len(result.trials) == slo.policy.budget
+    assert result.best is not None and result.after is not None
+    assert result.after.objective < 0.7 * result.before.objective, (result.before, result.after)
+    throughput_before, throughput_after = result.before.slo[0][0], result.after.slo[0][0]
+    assert throughput_after >= 0.9 * throughput_before
+    stored = store.trials(result.experiment_id)
+    assert [t.params for t in stored] == [t.params for t in result.trials]
+    # on_exit: restore (the default): the receiver's limit is back at the original.
+    assert lab.net.sysctl(lab.net.receiver, "net.ipv4.tcp_rmem").split()[2] == "33554432"

@@ -1,0 +1,79 @@
+"""The expression grammar: precedence, quantile names, functions, SLO lines, and errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from xtune import expr
+
+VALUES = {"tcp.srtt.p99": 200.0, "tcp.srtt.p50": 50.0, "a": 6.0, "b": 3.0, "func.bulk_chunk.rate": 180.0}
+
+
+@pytest.mark.parametrize(
+    "text, value",
+    [
+        ("a + b * 2", 12.0),
+        ("(a + b) * 2", 18.0),
+        ("a / b - 1", 1.0),
+        ("-a + b", -3.0),
+        ("- -a", 6.0),
+        ("p99(tcp.srtt) / p50(tcp.srtt)", 4.0),
+        ("max(a, b) - min(a, b)", 3.0),
+        ("abs(b - a)", 3.0),
+        ("1e3 * a", 6000.0),
+        ("a / 0", float("inf")),
+        (".5 * a", 3.0),
+    ],
+)
+def test_evaluate(text: str, value: float) -> None:
+    assert expr.evaluate(expr.parse(text), VALUES) == value
+
+
+def test_signals_read() -> None:
+    assert expr.signals(expr.parse("p99(tcp.srtt) + max(a, func.bulk_chunk.rate)")) == {
+        "tcp.srtt.p99",
+        "a",
+        "func.bulk_chunk.rate",
+    }
+
+
+def test_slo_line_with_baseline() -> None:
+    line = expr.parse_slo("func.bulk_chunk.rate >= 0.95 * baseline")
+    left = expr.evaluate(line.left, VALUES)
+    bound = expr.evaluate(line.right, {}, baseline=200.0)
+    assert (left, bound) == (180.0, 190.0)
+    assert not line.holds(left, bound)
+    assert line.margin(left, bound) == pytest.approx(-10 / 190)
+    assert expr.parse_slo("a <= 10").holds(6.0, 10.0)
+
+
+def test_missing_signal_is_reported_by_name() -> None:
+    with pytest.raises(expr.MissingSignal, match="tcp.retransmits"):
+        expr.evaluate(expr.parse("tcp.retransmits"), VALUES)
+
+
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("a +", "unexpected end"),
+        ("a $ b", "unexpected character '$' at column 3"),
+        ("(a", "expected ')'"),
+        ("a b", "unexpected 'b' at column 3"),
+        ("p99(a + b)", "takes one signal name"),
+        ("sqrt(a)", "unknown function 'sqrt'"),
+        ("max(a)", "takes 2 argument(s)"),
+        ("baseline * 2", "only allowed on the right"),
+        ("__import__('os')", "unexpected character"),
+        ("__import__(a)", "unknown function '__import__'"),
+    ],
+)
+def test_bad_expressions(text: str, words: str) -> None:
+    with pytest.raises(expr.ExprError) as err:
+        expr.parse(text)
+    assert words in str(err.value)
+
+
+@pytest.mark.parametrize("text", ["a", "a == b", "baseline >= a", "a <= b <= c"])
+def test_bad_slo_lines(text: str) -> None:
+    with pytest.raises(expr.ExprError):
+        expr.parse_slo(text)

@@ -1,0 +1,102 @@
+"""A tree trained from a recording of real signals reproduces the recorded decisions,
+compiled to straight-line code."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+from conftest import Lab
+
+from xtune.policies.tree import TreeModel, TreePolicy
+from xtune.recording import Decision, RecordingWriter
+from xtune.signals import ShmFrameReader
+from xtune.train import dataset, train_tree
+
+FEATURES = ["tcp.srtt.p99", "func.bulk_chunk.rate"]
+
+
+def expert(values: dict[str, float]) -> int:
+    """The rule the recording's decisions come from: shrink the buffer as the RTT grows."""
+    p99 = values.get("tcp.srtt.p99", 0.0)
+    if p99 > 100_000:
+        return 65536
+    if p99 > 25_000:
+        return 262144
+    return 4194304
+
+
+def record(lab: Lab, path: Path) -> int:
+    """Real frames while the bulk flow runs under three receive limits, with the rule's decisions."""
+    decisions = 0
+    with ShmFrameReader(lab.svc.signals_shm) as reader, RecordingWriter(path) as rec:
+        for rmem in (33554432, 1048576, 65536):
+            subprocess.run(
+                [
+                    "ip",
+                    "netns",
+                    "exec",
+                    lab.net.receiver,
+                    "sysctl",
+                    "-qw",
+                    f"net.ipv4.tcp_rmem=4096 131072 {rmem}",
+                ],
+                check=True,
+            )
+            flow = subprocess.Popen(
+                [lab.bulk, "--server-netns", lab.net.path(lab.net.receiver)]
+                + ["--client-netns", lab.net.path(lab.net.sender), "--addr", lab.net.receiver_addr]
+            )
+            try:
+                end = time.monotonic() + 2.5
+                while time.monotonic() < end:
+                    frame = reader.poll(1.0)
+                    assert frame is not None, "xobserve published no frame for 1 s"
+                    if decisions == 0:
+                        assert reader.catalog is not None
+                        rec.append_catalog(reader.catalog)
+                    rec.append_frame(frame.raw)
+                    values = {k: v for k, v in frame.values.items() if k not in frame.empty}
+                    rec.append_decision(Decision("expert", {"rcv_buf_max": expert(values)}, "rule"))
+                    decisions += 1
+            finally:
+                flow.terminate()
+                flow.wait()
+    return decisions
+
+
+def test_tree_reproduces_recorded_decisions(lab: Lab, tmp_path: Path) -> None:
+    rec = tmp_path / "run.xtrec"
+    n = record(lab, rec)
+    model_path = tmp_path / "tree.json"
+    model = train_tree([rec], ["rcv_buf_max"], model_path, FEATURES)
+    data = dataset([rec], ["rcv_buf_max"], FEATURES)
+    assert len(data.labels) == n and len(set(data.labels)) == 3, "the recording must exercise every decision"
+
+    policy = TreePolicy(TreeModel.load(model_path))
+    source = model.source()
+    assert "for " not in source and "while " not in source  # straight-line: nested ifs only
+    agree = sum(
+        policy.decide(dict(zip(data.features, row, strict=True)))["rcv_buf_max"] == label[0]
+        for row, label in zip(data.rows, data.labels, strict=True)
+    )
+    assert agree / n >= 0.99, f"{agree}/{n} decisions reproduced"
+    assert model.card["samples"] == n and model.card["training_accuracy"] >= 0.99
+
+
+def test_model_file_is_checked(tmp_path: Path) -> None:
+    """Unit: a tampered node (child index pointing backwards) is refused, naming the node."""
+    model = TreeModel(
+        ["a"], ["k"], [[1], [2]], [[0, 0.5, 1, 2, 0], [-1, 0.0, -1, -1, 0], [-1, 0.0, -1, -1, 1]], {}
+    )
+    assert TreePolicy(model).decide({"a": 1.0}) == {"k": 2}
+    model.nodes[0][2] = 0
+    path = tmp_path / "bad.json"
+    model.save(path)
+    try:
+        TreeModel.load(path)
+    except ValueError as e:
+        assert "node 0 is malformed" in str(e)
+    else:
+        raise AssertionError("a malformed tree loaded")
