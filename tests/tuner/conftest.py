@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from xtune import paths
 from xtune.bottleneck import Bottleneck
 from xtune.services import Services

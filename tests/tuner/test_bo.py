@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from conftest import HERE, Lab
-
 from xtune.actuator import Actuator
 from xtune.config import load
 from xtune.loop import Runner

@@ -6,7 +6,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from xtune import paths
 from xtune.config import ConfigError, load
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from conftest import Lab
-
 from xtune.actuator import Actuator
 from xtune.config import load_text
 from xtune.config.schema import Guard as GuardConfig
@@ -37,7 +36,8 @@ policy:
 guard: {watch_windows: 3, violations: 2}
 signals: {shm: "${SHM}"}
 workload:
-  command: ["${BULK}", --server-netns, "${RECEIVER_NETNS}", --client-netns, "${SENDER_NETNS}", --addr, "${RECEIVER_ADDR}"]
+  command: ["${BULK}", --server-netns, "${RECEIVER_NETNS}", --client-netns, "${SENDER_NETNS}",
+            --addr, "${RECEIVER_ADDR}"]
   restart_on_change: true
 """
 

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 import requests
-
 from xtune.metrics import Metrics
 from xtune.services import free_port
 

@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 
 from conftest import Lab
-
 from xtune.policies.tree import TreeModel, TreePolicy
 from xtune.recording import Decision, RecordingWriter
 from xtune.signals import ShmFrameReader
