@@ -84,6 +84,10 @@ static int func_start(const struct xt_options *opt)
 		err = attach(i, binary, fn, false) ?: attach(i, binary, fn, true);
 		if (err)
 			return err;
+	}
+	/* Signals once every function is attached: a failure leaves no dead catalog entries. */
+	for (i = 0; i < opt->nr_funcs; i++) {
+		fn = strrchr(opt->funcs[i], ':') + 1;
 		snprintf(name, sizeof(name), "func.%s.calls", fn);
 		id_calls[i] = xt_signal_add(name, "calls", "counter", src);
 		snprintf(name, sizeof(name), "func.%s.rate", fn);

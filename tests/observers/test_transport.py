@@ -1,5 +1,6 @@
 """Shared memory and ZeroMQ deliver the same frames; losses are counted, never silent."""
 
+import subprocess
 import threading
 import time
 
@@ -59,3 +60,22 @@ def test_zmq_subscriber_gets_the_catalog_on_joining(start_observer):
         frame = reader.poll(3)  # the first window closes within 1 s; the catalog came on subscribing
         assert frame is not None and reader.catalog is not None
         assert "sched.switches" in frame.values
+
+
+def test_shm_reader_follows_a_restarted_producer(start_observer, xobserve):
+    first = start_observer("--families", "sched", "--window-ms", "2")
+    with ShmFrameReader(first.shm) as reader:
+        assert reader.poll(5) is not None
+        first.stop()
+        left = list(reader.frames(timeout=0.3))  # what it published before it stopped
+        assert all(f.seq > 1 for f in left) and not reader.producer_alive()
+        again = subprocess.Popen(
+            [str(xobserve), "--families", "sched", "--window-ms", "2", "--shm", first.shm, "--zmq", first.zmq]
+        )
+        try:
+            frame = reader.poll(30)
+            assert frame is not None and frame.seq < 100  # the new run, from its start
+            assert reader.stats.restarts == 1 and reader.producer_alive()
+        finally:
+            again.terminate()
+            again.wait(30)

@@ -30,11 +30,11 @@ Public API
         frame, `restarts` the times a new producer run (sequence going back) was detected.
       - `close()`; both are context managers.
     The shm reader starts at the newest frame (`from_start=True` starts at the oldest still in the
-    ring); `producer_alive()` turns False when the producer exited (its ring is unlinked; a new
-    producer makes a new ring, which needs a new reader). It sleeps until `spin_s` seconds before
-    the next frame is due (one window after the last one closed), spins until `spin_s` after,
-    then naps in 50 us steps: delivery latency stays in the tens of microseconds at the cost of
-    about 2 * spin_s of CPU per window. Lower the process's timer slack (prctl
+    ring); when a new producer replaces the ring under the same name, the reader switches to it
+    (counted in `restarts`); `producer_alive()` says whether a producer is there. It sleeps until
+    `spin_s` seconds before the next frame is due (one window after the last one closed), spins
+    until `spin_s` after, then naps in 50 us steps: delivery latency stays in the tens of
+    microseconds at the cost of about 2 * spin_s of CPU per window. Lower the process's timer slack (prctl
     PR_SET_TIMERSLACK) for sleeps that end on time.
 """
 
@@ -263,12 +263,19 @@ class ShmFrameReader(FrameReader):
     def __init__(self, name: str = "xtune.signals", from_start: bool = False, spin_s: float = 0.0001) -> None:
         super().__init__()
         self.name = name
+        self.path = f"/dev/shm/{name}"
         self.spin_s = spin_s
-        path = f"/dev/shm/{name}"
+        self._due_ns = 0
+        self._checked_ns = 0
+        self._open(from_start)
+
+    def _open(self, from_start: bool) -> None:
         try:
-            fd = os.open(path, os.O_RDONLY)
+            fd = os.open(self.path, os.O_RDONLY)
         except FileNotFoundError as e:
-            raise FileNotFoundError(f"{path}: no frame ring (is xobserve running with --shm {name}?)") from e
+            raise FileNotFoundError(
+                f"{self.path}: no frame ring (is xobserve running with --shm {self.name}?)"
+            ) from e
         try:
             # The producer sizes the file, then writes the magic last: wait briefly for both.
             deadline = time.monotonic() + 2.0
@@ -276,32 +283,36 @@ class ShmFrameReader(FrameReader):
                 if time.monotonic() > deadline:
                     break
                 time.sleep(0.005)
+            self._inode = os.fstat(fd).st_ino
             self._map = mmap.mmap(fd, 0, prot=mmap.PROT_READ)
         finally:
             os.close(fd)
-        (
-            magic,
-            version,
-            _,
-            self.slot_count,
-            self.slot_size,
-            head,
-            _,
-            self._cat_off,
-            _,
-            self._cat_cap,
-            pid,
-            _,
-            _,
-        ) = _RING_HEADER.unpack_from(self._map)
+        header = _RING_HEADER.unpack_from(self._map)
+        magic, version, _, self.slot_count, self.slot_size, head = header[:6]
+        self._cat_off, self._cat_cap, pid = header[7], header[9], header[10]
         if magic != RING_MAGIC or version != RING_VERSION:
             self._map.close()
-            raise FrameError(f"{path}: not an xtune frame ring (magic {magic:#x}, version {version})")
+            raise FrameError(f"{self.path}: not an xtune frame ring (magic {magic:#x}, version {version})")
         self._pid = pid
-        self._due_ns = 0
         self._catalog_lock = -1
         self._next = max(1, head - self.slot_count + 2) if from_start else head + 1
         self._refresh_catalog()
+
+    def _follow_new_producer(self) -> None:
+        """A restarted producer makes a new ring under the same name: switch to it (from its start)."""
+        now = time.monotonic_ns()
+        if now - self._checked_ns < 100_000_000:
+            return
+        self._checked_ns = now
+        try:
+            replaced = os.stat(self.path).st_ino != self._inode
+        except FileNotFoundError:
+            return
+        if replaced:
+            self._map.close()
+            self._open(from_start=True)
+            self._last_seq = 0
+            self.stats.restarts += 1
 
     def _u64(self, off: int) -> int:
         return _U64.unpack_from(self._map, off)[0]
@@ -315,7 +326,7 @@ class ShmFrameReader(FrameReader):
         return _U32.unpack_from(self._map, _RING_PID_OFF)[0]
 
     def producer_alive(self) -> bool:
-        """False once the producer exited: its ring is unlinked; open a new reader for the next one."""
+        """False once the producer exited (its ring is unlinked) and no new one has started."""
         try:
             os.kill(self.producer_pid, 0)
         except ProcessLookupError:
@@ -377,6 +388,8 @@ class ShmFrameReader(FrameReader):
             now = time.monotonic_ns()
             if limit is not None and now >= limit:
                 return None
+            if now > self._due_ns + spin_ns:
+                self._follow_new_producer()
             # Sleep until shortly before the next frame is due, spin around it, else nap.
             wake = self._due_ns - spin_ns
             if now < wake:
