@@ -288,7 +288,17 @@ int xsie_spans_register(struct xsie_const *c)
 
 	for (i = 0; i < c->nspans; i++) {
 		struct xsie_span *s = &c->spans[i];
+		u8 live[XSIE_MAX_BYTES];
 
+		/* Checked again: the text may have changed since the span was loaded. */
+		if (copy_from_kernel_nofault(live, (void *)(s->func_addr + s->d.check_offset),
+					     s->d.nbytes) ||
+		    memcmp(live, s->d.bytes, s->d.nbytes)) {
+			pr_warn("arm refused: bytes at %s+%#x changed since load\n", s->d.func,
+				s->d.check_offset);
+			ret = -EILSEQ;
+			goto undo;
+		}
 		memset(&s->kp, 0, sizeof(s->kp));
 		s->kp.addr = (kprobe_opcode_t *)(s->func_addr + s->d.probe_offset);
 		s->kp.pre_handler = xsie_span_pre;
@@ -298,12 +308,14 @@ int xsie_spans_register(struct xsie_const *c)
 		if (ret) {
 			pr_warn("kprobe at %s+%#x refused (%d)\n", s->d.func, s->d.probe_offset,
 				ret);
-			while (i--)
-				unregister_kprobe(&c->spans[i].kp);
-			return ret;
+			goto undo;
 		}
 	}
 	return 0;
+undo:
+	while (i--)
+		unregister_kprobe(&c->spans[i].kp);
+	return ret;
 }
 
 void xsie_spans_unregister(struct xsie_const *c)

@@ -50,6 +50,7 @@ for probe in blk sirq; do
 		off=$((off + $(${probe}_run)))
 		h0=$($XSIECTL status "$id" | field hits)
 		$XSIECTL arm "$id" immediate > /dev/null
+		sleep 0.2 # let the kprobe optimizer replace the int3 with a jump first
 		on=$((on + $(${probe}_run)))
 		st=$($XSIECTL status "$id")
 		hits=$((hits + $(echo "$st" | field hits) - h0))
