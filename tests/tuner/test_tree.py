@@ -8,12 +8,31 @@ import time
 from pathlib import Path
 
 from conftest import Lab
+from xtune.actuator import Actuator
+from xtune.config import load_text
+from xtune.loop import Runner
+from xtune.metrics import Metrics
 from xtune.policies.tree import TreeModel, TreePolicy
-from xtune.recording import Decision, RecordingWriter
+from xtune.recording import Decision, RecordingReader, RecordingWriter
 from xtune.signals import ShmFrameReader
+from xtune.store import Store
 from xtune.train import dataset, train_tree
+from xtune.workload import Workload
 
 FEATURES = ["tcp.srtt.p99", "func.bulk_chunk.rate"]
+
+TREE_SLO = """
+name: tree-live
+objective: {minimize: p99(tcp.srtt)}
+knobs:
+  - {name: rcv_buf_max, backend: sysctl, target: "net.ipv4.tcp_rmem[2]", netns: "${RECEIVER_NETNS}",
+     range: [8192, 33554432]}
+policy: {kind: tree, model: "${MODEL}", budget: 15, window_ms: 100, settle_ms: 500, baseline_windows: 3}
+record: {path: "${REC}"}
+workload:
+  command: ["${BULK}", --server-netns, "${RECEIVER_NETNS}", --client-netns, "${SENDER_NETNS}",
+            --addr, "${RECEIVER_ADDR}"]
+"""
 
 
 def expert(values: dict[str, float]) -> int:
@@ -82,6 +101,28 @@ def test_tree_reproduces_recorded_decisions(lab: Lab, tmp_path: Path) -> None:
     )
     assert agree / n >= 0.99, f"{agree}/{n} decisions reproduced"
     assert model.card["samples"] == n and model.card["training_accuracy"] >= 0.99
+
+    # Live: the tree decides every frame in the loop and writes through xrtd's shared table.
+    slo = load_text(
+        TREE_SLO, "tree.yaml", lab.variables(MODEL=str(model_path), REC=str(tmp_path / "live.xtrec"))
+    )
+    store = Store(f"sqlite:///{tmp_path / 'trials.db'}")
+    actuator = Actuator(lab.svc.xrtd_socket, slo.knobs)
+    reader = ShmFrameReader(lab.svc.signals_shm)
+    assert slo.workload is not None
+    runner = Runner(slo, actuator, reader, store, Metrics(slo.name), Workload(slo.workload))
+    try:
+        runner.run()
+        assert runner.pump.decisions >= 1
+        time.sleep(0.2)  # xrtd applies within its poll period
+        applied = actuator.read_applied()["rcv_buf_max"]
+        assert applied in (65536, 262144, 4194304)
+        assert lab.net.sysctl(lab.net.receiver, "net.ipv4.tcp_rmem").split()[2] == str(applied)
+    finally:
+        runner.close()
+        reader.close()
+    live = list(RecordingReader(tmp_path / "live.xtrec").decisions())
+    assert any(d.policy == "tree" for d in live)
 
 
 def test_model_file_is_checked(tmp_path: Path) -> None:

@@ -159,6 +159,7 @@ class TrialResult:
     rolled_back: bool
     violations: list[Violation] = field(default_factory=list)
     windows_to_rollback: int | None = None
+    meets_slo: bool = False  # not rolled back, and the means over its windows meet every SLO line
 
 
 @dataclass
@@ -333,6 +334,7 @@ class Runner:
             self.progress("rollback", {"index": index, "reason": reason, "windows": self._seen})
             self.settle()
         elif self._holds(summary):
+            result.meets_slo = True
             self.actuator.mark_good()
         status = "completed" if result.feasible else "infeasible"
         self.metrics.trials.labels(self.metrics.experiment, status).inc()
@@ -396,9 +398,11 @@ class Runner:
         """Baseline, then trials (or per-window tree decisions), then the best values measured."""
         if self.workload is not None:
             self.workload.start()
+        self.pump.tree_paused_until = math.inf  # the baseline is measured at the starting values
         self.pump.start()
         original = dict(self.actuator.current)
         before = self.baseline()
+        self.pump.tree_paused_until = 0.0
         trials: list[TrialResult] = []
         suggest_seconds: list[float] = []
         best: dict[str, Any] | None = None
@@ -489,11 +493,9 @@ class Runner:
         return Summary.of(rows, len(self.lines))
 
     def best(self, trials: list[TrialResult]) -> dict[str, Any] | None:
-        """The feasible trial with the best measured objective whose means meet the SLO."""
+        """The trial with the best measured objective among those that met the SLO."""
         sign = self.slo.objective.sign
-        ok = [
-            t for t in trials if t.feasible and not math.isnan(t.summary.objective) and self._holds(t.summary)
-        ]
+        ok = [t for t in trials if t.meets_slo and not math.isnan(t.summary.objective)]
         if not ok:
             return None
         return max(ok, key=lambda t: sign * t.summary.objective).params

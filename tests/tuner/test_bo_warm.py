@@ -1,0 +1,48 @@
+"""BO warm start: stored trials of the same experiment are attached to Ax before suggesting."""
+
+from __future__ import annotations
+
+from conftest import HERE
+from xtune.config import load
+from xtune.policies import Outcome, make_policy
+from xtune.store import StoredTrial
+
+VARS = {
+    "RECEIVER_NETNS": "/r",
+    "SENDER_NETNS": "/s",
+    "RECEIVER_ADDR": "10.0.0.1",
+    "BULK": "/bin/true",
+    "SHM": "x",
+}
+
+
+def test_warm_start_attaches_stored_trials() -> None:
+    slo = load(HERE / "slo_good/bufferbloat-bo.yaml", VARS)
+    slo_metrics = {"slo": {"0": [180.0, 1.0]}}
+    warm = [
+        StoredTrial(
+            0, "bo", {"rcv_buf_max": 65536, "snd_buf_max": 65536}, "completed", 16000.0, 10.0, slo_metrics
+        ),
+        StoredTrial(
+            1,
+            "bo",
+            {"rcv_buf_max": 33554432, "snd_buf_max": 4194304},
+            "completed",
+            250000.0,
+            9.0,
+            slo_metrics,
+        ),
+        StoredTrial(
+            2, "bo", {"rcv_buf_max": 1 << 40, "snd_buf_max": 65536}, "completed", 1.0, 1.0, slo_metrics
+        ),
+        StoredTrial(3, "bo", {"other": 1}, "completed", 1.0, 1.0, {}),
+    ]
+    policy = make_policy(slo, {0: 170.0}, warm)
+    try:
+        assert policy.warm_started == 2  # out of range and foreign trials are left out
+        index, params = policy.suggest()  # type: ignore[misc]
+        assert index == 2  # Ax numbered the two attached trials 0 and 1
+        assert all(8192 <= v <= 33554432 and isinstance(v, int) for v in params.values())
+        policy.complete(index, params, Outcome(20000.0, 5.0, {0: (181.0, 1.0)}, True))
+    finally:
+        policy.close()
