@@ -1,9 +1,11 @@
 """Real load in the real kernel moves the signals as it must."""
 
 import os
+import resource
 import socket
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -53,29 +55,41 @@ def test_direct_ios_to_a_loop_device_are_counted(start_observer, loop_device):
     assert lat and all(v > 0 for v in lat)
 
 
-def test_cpu_contention_raises_run_queue_latency(start_observer):
-    obs = start_observer("--families", "sched", "--window-ms", "200")
-    cpu = sorted(os.sched_getaffinity(0))[-1]
-    spin = ["taskset", "-c", str(cpu), "timeout", "2", "sh", "-c", "while :; do :; done"]
-    with ShmFrameReader(obs.shm) as reader:
-        quiet = [reader.poll(5) for _ in range(3)]
+def run_delay_ns(pid: int) -> int:
+    """The kernel's own account of a task's time waiting on a run queue (/proc/PID/schedstat)."""
+    return int(Path(f"/proc/{pid}/schedstat").read_text().split()[1])
 
-        def contend() -> None:
-            procs = [subprocess.Popen(spin) for _ in range(4)]
-            for p in procs:
+
+def test_cpu_contention_raises_run_queue_latency(start_observer):
+    obs = start_observer("--families", "sched", "--window-ms", "100")
+    cpu = sorted(os.sched_getaffinity(0))[-1]
+    waited: list[int] = []
+
+    def contend() -> None:
+        spinners = [
+            subprocess.Popen(["taskset", "-c", str(cpu), "sh", "-c", "while :; do :; done"]) for _ in range(4)
+        ]
+        try:
+            time.sleep(1.5)
+            waited.extend(run_delay_ns(p.pid) for p in spinners)
+        finally:
+            for p in spinners:
+                p.kill()
                 p.wait()
 
-        busy = frames_while(reader, contend, settle=0)
-    middle = busy[2:-2]
+    with ShmFrameReader(obs.shm) as reader:
+        frames = frames_while(reader, contend, settle=0)
+    middle = frames[3:-3]
     assert middle, "no frame in the middle of the contention"
-    # Four spinners on one CPU: it is fully busy and three of them are always waiting. The run-queue
-    # wait (the sum of waits, system-wide) shows it whatever else runs on this shared machine; the
-    # p99 is system-wide too and can be dominated by other tasks' many short waits.
+    # Four spinners on one CPU: it is fully busy and three of them always wait. Other tasks on this
+    # shared machine can only add to the (system-wide) wait sum, never hide the spinners' waits.
     assert min(f.values[f"sched.cpu{cpu}.busy"] for f in middle) > 0.9
-    waiting = [f.values["sched.runq_wait"] * 1e3 / f.window_ns for f in middle]
-    quiet_waiting = [f.values["sched.runq_wait"] * 1e3 / f.window_ns for f in quiet if f]
-    assert min(waiting) > 1.5, waiting  # tasks waiting on average (ideal: 3)
-    assert min(waiting) > 2 * max(quiet_waiting) or min(waiting) > max(quiet_waiting) + 1.5
+    assert min(f.values["sched.runq_wait"] * 1e3 / f.window_ns for f in middle) > 2.0
+    # And what we summed covers what the kernel itself accounted to the spinners as run delay.
+    assert total(frames, "sched.runq_wait") * 1e3 >= 0.9 * sum(waited), (
+        total(frames, "sched.runq_wait"),
+        waited,
+    )
     assert max(f.values["sched.runq_latency.p99"] for f in middle) > 0
 
 
@@ -99,14 +113,33 @@ def loopback_traffic(megabytes: int) -> None:
     server.close()
 
 
+def net_rx_softirqs() -> int:
+    """The kernel's own NET_RX softirq count, all CPUs (/proc/softirqs)."""
+    line = next(x for x in Path("/proc/softirqs").read_text().splitlines() if x.strip().startswith("NET_RX:"))
+    return sum(int(v) for v in line.split()[1:])
+
+
 def test_loopback_tcp_raises_net_rx_softirqs_and_tcp_signals(start_observer):
     obs = start_observer("--families", "softirq,tcp", "--window-ms", "50")
+    marks: list[tuple[int, int]] = []
+
+    def traffic() -> None:
+        marks.append((time.monotonic_ns(), net_rx_softirqs()))
+        loopback_traffic(64)
+        marks.append((time.monotonic_ns(), net_rx_softirqs()))
+
     with ShmFrameReader(obs.shm) as reader:
-        quiet = [reader.poll(5) for _ in range(4)]
-        frames = frames_while(reader, lambda: loopback_traffic(64))
-    rx = total(frames, "softirq.net_rx.count")
-    assert rx >= 100, rx
-    assert rx / len(frames) > 5 * max(1, max(f.values["softirq.net_rx.count"] for f in quiet if f))
+        frames = frames_while(reader, traffic)
+    (t1, n1), (t2, n2) = marks
+    kernel = n2 - n1
+    assert kernel >= 100  # the traffic made NET_RX softirqs...
+    # ...and ours match the kernel's count: the frames that overlap the interval hold at least it,
+    # those inside it at most it (others' traffic on this shared host is in both).
+    overlapping = [f for f in frames if f.window_end_ns > t1 and f.window_start_ns < t2]
+    inside = [f for f in frames if f.window_start_ns >= t1 and f.window_end_ns <= t2]
+    slack = 2 * os.cpu_count()  # a softirq running at a boundary: /proc counts entry, we count exit
+    assert total(overlapping, "softirq.net_rx.count") >= kernel - slack
+    assert total(inside, "softirq.net_rx.count") <= kernel + slack
     assert total(frames, "softirq.net_rx.time") > 0
     assert total(frames, "tcp.established") >= 2  # both ends of the connection
     assert total(frames, "tcp.rtt_samples") > 0
@@ -155,10 +188,13 @@ def test_syscalls_of_a_target_command(start_observer, uprobe_target):
 
 def test_pmu_is_unavailable_here_and_never_faked(start_observer):
     obs = start_observer("--families", "pmu")
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     with ShmFrameReader(obs.shm) as reader:
         frames = frames_while(reader, lambda: bytearray(64 << 20))
         assert reader.catalog is not None
         assert reader.catalog.pmu == "unavailable"
         assert not [s.name for s in reader.catalog.signals if s.source == "perf_event:hardware"]
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
     assert "pmu.cycles" not in frames[0].values
-    assert total(frames, "pmu.page_faults") > (64 << 20) / 4096 / 2
+    # The software page-fault counter is system-wide: it holds at least this process's own faults.
+    assert total(frames, "pmu.page_faults") >= own > 0
