@@ -38,6 +38,8 @@ def test_direct_ios_to_a_loop_device_are_counted(start_observer, loop_device):
         "--families", "block", "--block-dev", f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
     )
     n = 300
+    stat = Path("/sys/block") / Path(loop_device).name / "stat"
+    kernel_writes = int(stat.read_text().split()[4])
     with ShmFrameReader(obs.shm) as reader:
         frames = frames_while(
             reader,
@@ -47,8 +49,10 @@ def test_direct_ios_to_a_loop_device_are_counted(start_observer, loop_device):
                 check=True,
             ),
         )
+    kernel_writes = int(stat.read_text().split()[4]) - kernel_writes
     writes = total(frames, "block.write_ops")
     assert n <= writes <= n + 3, writes
+    assert writes == kernel_writes  # the kernel's own count for this device (/sys/block/*/stat)
     assert n * 4096 <= total(frames, "block.bytes") <= (n + 8) * 4096
     assert total(frames, "block.ops") - total(frames, "block.read_ops") >= n
     lat = [f.values["block.latency.p99"] for f in frames if "block.latency.p99" not in f.empty]
