@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
-/* Plan and state files: one record per line, space-separated, hex for bytes and addresses. */
+/*
+ * Plan and state files: one record per line, space-separated, hex for bytes and addresses.
+ * Plan lines: "knobs PATH SIZE", "load_vaddr VADDR", "const NAME ORIGINAL" (for xrtd), "span ...".
+ */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,7 +108,7 @@ int sie_plan_read(const char *path, struct sie_plan *p, char err[SIE_ERR_LEN])
 			if (p->nspans == SIE_MAX_SPANS || parse_span(line, &p->spans[p->nspans]))
 				goto bad;
 			p->nspans++;
-		} else if (line[0] != '#' && line[0] != '\n') {
+		} else if (strncmp(line, "const ", 6) && line[0] != '#' && line[0] != '\n') {
 			goto bad;
 		}
 	}

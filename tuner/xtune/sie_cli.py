@@ -77,6 +77,25 @@ def attach_cmd(
     typer.echo(f"armed {', '.join(att.slots)} in pid {pid} (knobs {att.knobs})")
 
 
+@sie.command("plan")
+def plan_cmd(
+    scope: Annotated[Path, typer.Option("--scope", help="scope table from `xtune analyze`")],
+    const: Annotated[str, typer.Option("--const", help="the perf-const")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="plan file to write")],
+) -> None:
+    """Write the engine's plan for one perf-const: xrtd's sie-user knobs take "<pid>:<plan>"."""
+    try:
+        table = sc.load(str(scope))
+        c = table.const(const)
+        if not c.tunable:
+            raise eng.SieError(f"{const} is not tunable: {'; '.join(r.reason for r in c.refusals)}")
+    except (sc.ScopeError, eng.SieError) as e:
+        _fail(e)
+        return
+    output.write_text(eng.plan_text(table, {const: 0}, "/dev/shm/xtune.knobs"))
+    typer.echo(f"wrote {output}: {len(c.spans)} span(s) of {const}")
+
+
 @sie.command("set")
 def set_cmd(
     pid: Pid,

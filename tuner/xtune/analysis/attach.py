@@ -38,6 +38,7 @@ def plan_text(table: ScopeTable, slots: dict[str, int], knobs_path: str, int3: b
     for c in table.consts:
         if c.name not in slots:
             continue
+        lines.append(f"const {c.name} {c.values[0]}")
         for s in c.spans:
             relocs = " ".join(
                 f"{'knob' if r.kind == 'knob_abs64' else 'rel32'} {r.offset} {r.target & (2**64 - 1):x}"

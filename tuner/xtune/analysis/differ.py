@@ -57,9 +57,11 @@ def _masked_bytes(fn) -> bytes:  # type: ignore[no-untyped-def]
 
 
 def _compare(name: str, listings: list[list[Insn]]) -> FunctionDiff:
-    base = listings[0]
-    d = FunctionDiff(name, base)
-    for other in listings[1:]:
+    """Compare instruction by instruction, padding nops left out (alignment differs freely)."""
+    d = FunctionDiff(name, listings[0])
+    real = [[i for i in lst if not i.is_nop] for lst in listings]
+    base = real[0]
+    for other in real[1:]:
         if len(other) != len(base):
             d.shape_error = (
                 f"instruction count differs ({len(base)} vs {len(other)}): the compiler chose other code"
@@ -71,11 +73,11 @@ def _compare(name: str, listings: list[list[Insn]]) -> FunctionDiff:
                 return d
     for i in range(len(base)):
         for kind, get in (("imm", lambda n: n.imms), ("disp", lambda n: n.disps)):
-            cols = [get(lst[i]) for lst in listings]
+            cols = [get(lst[i]) for lst in real]
             for k in range(len(cols[0])):
                 vals = [c[k] for c in cols]
                 if any(v != vals[0] for v in vals[1:]):
                     if kind == "imm" and base[i].negated:  # back to the sign of the first build's `sub`
                         vals = [-v for v in vals]
-                    d.seeds.append(Seed(i, kind, vals))
+                    d.seeds.append(Seed(base[i].index, kind, vals))
     return d  # no seeds: only addresses moved (the layout around the function changed)

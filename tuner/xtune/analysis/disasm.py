@@ -31,6 +31,10 @@ class Insn:
     negated: bool = False  # `sub x, imm` read as `add x, -imm` (compilers pick either by encoding size)
 
     @property
+    def is_nop(self) -> bool:
+        return self.mnemonic == "nop"
+
+    @property
     def is_jump(self) -> bool:
         return self.ci.group(cs.CS_GRP_JUMP)
 
@@ -58,8 +62,10 @@ def disassemble(code: ElfCode, fn: Function) -> list[Insn]:
     out: list[Insn] = []
     end = fn.vaddr + len(fn.data)
     starts: dict[int, int] = {}
+    real = 0  # instructions other than padding nops: labels count these, so padding never matters
     for ci in _MD.disasm(fn.data, fn.vaddr):
-        starts[ci.address] = len(out)
+        starts[ci.address] = real
+        real += ci.mnemonic != "nop"
         off = ci.address - fn.vaddr
         parts = [ci.mnemonic]
         imms: list[int] = []

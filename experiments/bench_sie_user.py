@@ -1,0 +1,162 @@
+"""Benchmark of user-space SIE: cost per hit (trampoline, int3 fallback, unpatched, in one run),
+knob write -> changed behaviour latency, arm/disarm time, analysis time per constant, and the
+dataplane experiment. Writes experiments/results/sie_user.json. Run as root after `make build`."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from xtune.analysis import attach as eng
+from xtune.analysis.builder import analyze
+from xtune.analysis.scope import ScopeTable
+from xtune.analysis.spec import spec_from_dict
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "experiments" / "dataplane"))
+import experiment as dataplane  # noqa: E402
+
+TARGETS = ROOT / "tests" / "sie" / "targets"
+CORPUS = ROOT / "tests" / "sie" / "corpus"
+OUT = ROOT / "experiments" / "results" / "sie_user.json"
+CALLS = 2_000_000
+
+
+class Hitloop:
+    def __init__(self, binary: str) -> None:
+        self.p = subprocess.Popen([binary], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def cmd(self, line: str) -> str:
+        assert self.p.stdin and self.p.stdout
+        self.p.stdin.write(line + "\n")
+        self.p.stdin.flush()
+        return self.p.stdout.readline().strip()
+
+    def ns_per_call(self, calls: int = CALLS, repeat: int = 5) -> float:
+        return min(float(self.cmd(f"run {calls}").split()[0]) for _ in range(repeat))
+
+    def close(self) -> None:
+        self.p.kill()
+        self.p.wait()
+
+
+def hitloop_table() -> ScopeTable:
+    data = {
+        "source": "hitloop.c",
+        "constant": "K",
+        "values": [100, 50, 300],
+        "build": "gcc -O2 -o {out} {src}",
+    }
+    return analyze(spec_from_dict(data, TARGETS / "spec.toml"))
+
+
+def hit_costs(table: ScopeTable) -> dict[str, float]:
+    """ns per call of a function whose only work is the span, unpatched / trampoline / int3."""
+    h = Hitloop(table.binary.path)
+    try:
+        out = {"unpatched_ns": h.ns_per_call()}
+        eng.attach(h.p.pid, table, "", ["K"])
+        out["trampoline_ns"] = h.ns_per_call()
+        eng.detach(h.p.pid)
+        out["unpatched_again_ns"] = h.ns_per_call()
+        eng.attach(h.p.pid, table, "", ["K"], force_int3=True)
+        out["int3_fallback_ns"] = h.ns_per_call(calls=20_000, repeat=3)
+        eng.detach(h.p.pid)
+    finally:
+        h.close()
+    base = min(out["unpatched_ns"], out["unpatched_again_ns"])
+    out["trampoline_cost_per_hit_ns"] = round(out["trampoline_ns"] - base, 2)
+    out["int3_cost_per_hit_ns"] = round(out["int3_fallback_ns"] - base, 2)
+    return out
+
+
+def write_to_effect(table: ScopeTable, rounds: int = 50) -> dict[str, float]:
+    """From the store into the knob slot to the first call that returns the new result."""
+    h = Hitloop(table.binary.path)
+    try:
+        att = eng.attach(h.p.pid, table, "", ["K"])
+        knobs = eng.KnobTable(att.knobs)
+        lat = []
+        for i in range(rounds):
+            v = 1000 + i
+            assert h.p.stdin is not None
+            h.p.stdin.write(f"watch {v}\n")
+            h.p.stdin.flush()
+            time.sleep(0.02)  # the target is spinning on compute(0) now
+            t0 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+            knobs.publish(att.slots["K"], v)
+            assert h.p.stdout is not None
+            lat.append((int(h.p.stdout.readline()) - t0) / 1000)
+        knobs.close()
+        eng.detach(h.p.pid)
+    finally:
+        h.close()
+    lat.sort()
+    return {"p50_us": round(lat[len(lat) // 2], 2), "max_us": round(lat[-1], 2), "rounds": rounds}
+
+
+def arm_disarm(table: ScopeTable, rounds: int = 20) -> dict[str, float]:
+    h = Hitloop(table.binary.path)
+    arm, disarm = [], []
+    try:
+        for _ in range(rounds):
+            t0 = time.monotonic()
+            eng.attach(h.p.pid, table, "", ["K"])
+            t1 = time.monotonic()
+            eng.detach(h.p.pid)
+            arm.append((t1 - t0) * 1000)
+            disarm.append((time.monotonic() - t1) * 1000)
+    finally:
+        h.close()
+    return {
+        "arm_ms_median": round(statistics.median(arm), 2),
+        "disarm_ms_median": round(statistics.median(disarm), 2),
+        "note": "end to end: xtune Python API + xsie-user process (ptrace attach, checks, mmap, patch)",
+    }
+
+
+def analysis_times() -> dict[str, object]:
+    """Fresh analyses (builds not cached): corpus programs at gcc/clang -O2 and the dataplane."""
+    times = {}
+    with tempfile.TemporaryDirectory() as d:
+        for name in ("cmp_lt", "mul", "inlined_callers", "ceil_batches"):
+            for cc in ("gcc", "clang"):
+                src = Path(d) / f"{name}.c"
+                src.write_text((CORPUS / f"{name}.c").read_text() + f"/* fresh {time.time_ns()} */\n")
+                spec = spec_from_dict(
+                    {
+                        "source": src.name,
+                        "constant": "K",
+                        "values": [64, 32, 128],
+                        "build": f"{cc} -O2 -o {{out}} {{src}}",
+                    },
+                    Path(d) / "spec.toml",
+                )
+                t0 = time.monotonic()
+                analyze(spec)
+                times[f"{name}[{cc}-O2]"] = round(time.monotonic() - t0, 3)
+    return {"seconds": times, "max_seconds": max(times.values()), "target_seconds": 120}
+
+
+def main() -> None:
+    table = hitloop_table()
+    result = {
+        "machine": "2 shared cores, Linux 6.18 Firecracker VM; minima/medians of repeats in one run",
+        "hit_cost": hit_costs(table),
+        "write_to_effect": write_to_effect(table),
+        "arm_disarm": arm_disarm(table),
+        "analysis": analysis_times(),
+        "dataplane": dataplane.main(),
+    }
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps({k: v for k, v in result.items() if k != "dataplane"}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Open-loop load generator with Poisson arrivals whose number of concurrent flows changes over
+ * time. Each flow is a UDP socket; requests carry their send time and the reply's arrival gives
+ * the request's latency. Phases run back to back; at the start of each phase "phase I" is printed
+ * (a driver may retune the server then), and at the end one JSON line per phase.
+ *
+ *   loadgen PORT SECONDS:RATE:FLOWS [SECONDS:RATE:FLOWS ...]
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_FLOWS  256
+#define MAX_PHASES 16
+#define MAX_LAT	   (1 << 21)
+
+struct req {
+	int64_t sent_ns;
+	uint32_t phase;
+};
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static int64_t *lat[MAX_PHASES];
+static long nlat[MAX_PHASES], sent[MAX_PHASES];
+
+/* Take the replies that arrived, waiting for them at most until `until` (CLOCK_MONOTONIC ns). */
+static void drain(int ep, int64_t until)
+{
+	struct epoll_event evs[64];
+	int64_t left = until - now_ns();
+	struct timespec ts = {left > 0 ? left / 1000000000 : 0, left > 0 ? left % 1000000000 : 0};
+	struct req r;
+	int n = epoll_pwait2(ep, evs, 64, &ts, NULL);
+
+	for (int i = 0; i < n; i++)
+		while (recv(evs[i].data.fd, &r, sizeof(r), MSG_DONTWAIT) == sizeof(r))
+			if (r.phase < MAX_PHASES && nlat[r.phase] < MAX_LAT)
+				lat[r.phase][nlat[r.phase]++] = now_ns() - r.sent_ns;
+}
+
+int main(int argc, char **argv)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	double secs[MAX_PHASES], rate[MAX_PHASES];
+	int flows[MAX_PHASES], fds[MAX_FLOWS], nphases = argc - 2, ep;
+	unsigned int seed = 5;
+
+	if (argc < 3 || nphases > MAX_PHASES) {
+		fprintf(stderr, "usage: %s PORT SECONDS:RATE:FLOWS...\n", argv[0]);
+		return 2;
+	}
+	a.sin_port = htons((unsigned short)atoi(argv[1]));
+	for (int p = 0; p < nphases; p++) {
+		if (sscanf(argv[p + 2], "%lf:%lf:%d", &secs[p], &rate[p], &flows[p]) != 3 ||
+		    flows[p] < 1 || flows[p] > MAX_FLOWS || rate[p] <= 0) {
+			fprintf(stderr, "loadgen: bad phase %s\n", argv[p + 2]);
+			return 2;
+		}
+		lat[p] = calloc(MAX_LAT, sizeof(int64_t));
+	}
+	ep = epoll_create1(0);
+	for (int f = 0; f < MAX_FLOWS; f++) {
+		struct epoll_event ev = {.events = EPOLLIN};
+
+		fds[f] = socket(AF_INET, SOCK_DGRAM, 0);
+		if (fds[f] < 0 || connect(fds[f], (struct sockaddr *)&a, sizeof(a))) {
+			perror("loadgen: socket");
+			return 1;
+		}
+		ev.data.fd = fds[f];
+		epoll_ctl(ep, EPOLL_CTL_ADD, fds[f], &ev);
+	}
+	for (int p = 0; p < nphases; p++) {
+		int64_t start = now_ns(), end = start + (int64_t)(secs[p] * 1e9), next = start;
+
+		printf("phase %d\n", p);
+		fflush(stdout);
+		while (next < end) {
+			struct req r = {.phase = (uint32_t)p};
+			int64_t t;
+
+			while ((t = now_ns()) < next)
+				drain(ep, next);
+			r.sent_ns = t;
+			send(fds[rand_r(&seed) % flows[p]], &r, sizeof(r), MSG_DONTWAIT);
+			sent[p]++;
+			/* Exponential inter-arrival time: a Poisson process of the phase's rate. */
+			next += (int64_t)(-log(1.0 - rand_r(&seed) / (RAND_MAX + 1.0)) / rate[p] *
+					  1e9);
+		}
+	}
+	for (int64_t stop = now_ns() + 300000000; now_ns() < stop;)
+		drain(ep, stop);
+	for (int p = 0; p < nphases; p++) {
+		long n = nlat[p];
+
+		qsort(lat[p], (size_t)n, sizeof(int64_t), cmp_i64);
+		printf("{\"phase\": %d, \"seconds\": %g, \"rate\": %g, \"flows\": %d, \"sent\": "
+		       "%ld, "
+		       "\"answered\": %ld, \"p50_us\": %.1f, \"p99_us\": %.1f}\n",
+		       p, secs[p], rate[p], flows[p], sent[p], n, n ? lat[p][n / 2] / 1e3 : 0.0,
+		       n ? lat[p][n * 99 / 100] / 1e3 : 0.0);
+	}
+	return 0;
+}
