@@ -1,0 +1,54 @@
+"""xrtd's sie-user backend: a knob in xrtd's table drives the perf-const of a running process;
+bounds are xrtd's, and stopping xrtd restores the text byte-exact."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import oracle
+import pytest
+import targets
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "runtime"))
+from xrtd_helpers import Xrtd  # noqa: E402
+from xtune.knobs import KnobError  # noqa: E402
+
+
+def expect(n: int, k: int) -> str:
+    return str(n - k if n >= k else n + 1000000)
+
+
+def test_xrtd_sie_user_knob(tmp_path, bin_dir):
+    table = targets.analyzed("mt_target", [100, 50, 300])
+    scope = tmp_path / "scope.json"
+    scope.write_text(table.to_json())
+    plan = tmp_path / "K.plan"
+    xtune = Path(sys.executable).parent / "xtune"
+    subprocess.run(
+        [str(xtune), "sie", "plan", "--scope", str(scope), "--const", "K", "-o", str(plan)], check=True
+    )
+    t = oracle.Target(Path(table.binary.path))
+    x = Xrtd(tmp_path).start()
+    try:
+        t.ask([1])
+        c = x.client()
+        with pytest.raises(KnobError, match="no such process"):
+            c.register("K_gone", "sie-user", f"{2**22 + 17}:{plan}", min=1, max=5000)
+        knob = c.register("K", "sie-user", f"{t.p.pid}:{plan}", min=1, max=5000)
+        assert knob["original"] == 100 and knob["applied"] == 100
+        assert oracle.live_bytes(t.p.pid, table), "registration must not change the process"
+        for k in (7, 4999, 1, 250):
+            c.set("K", k)
+            assert t.ask([3000]) == [expect(3000, k)]
+        with pytest.raises(KnobError):
+            c.set("K", 99999)  # out of xrtd's bounds: never reaches the process
+        assert t.ask([3000]) == [expect(3000, 250)]
+        assert not oracle.live_bytes(t.p.pid, table)
+        assert x.stop() == 0
+        assert oracle.live_bytes(t.p.pid, table), "xrtd's exit must restore the text byte-exact"
+        assert t.ask([3000]) == [expect(3000, 100)]
+    finally:
+        x.cleanup()
+        t.close()
