@@ -75,7 +75,7 @@ void xt_ring_set_dropped(uint64_t dropped);
 void xt_ring_close(void);
 
 /* ZeroMQ XPUB: like PUB, but a new subscriber's subscription triggers a catalog at once. */
-int xt_zmq_open(const char *endpoint);
+int xt_zmq_open(const char *endpoint, int hwm); /* hwm: frames queued per subscriber */
 int xt_zmq_publish(const char *topic, const void *data, size_t len); /* -1: not sent (dropped) */
 bool xt_zmq_new_subscriber(void);
 void xt_zmq_close(void);

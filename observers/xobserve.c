@@ -43,6 +43,7 @@ struct settings {
 	const char *zmq_endpoint, *shm_name, *record_path;
 	uint32_t shm_slots;
 	int rt_priority;
+	int zmq_hwm;
 };
 
 static const char usage_text[] =
@@ -56,6 +57,7 @@ static const char usage_text[] =
 	"  --zmq ENDPOINT         ZeroMQ PUB endpoint (default tcp://127.0.0.1:5557)\n"
 	"  --shm NAME             ring /dev/shm/NAME (default xtune.signals)\n"
 	"  --shm-slots N          ring slots, a power of two (default 1024)\n"
+	"  --zmq-hwm N            messages queued per ZeroMQ subscriber, then drops (10000)\n"
 	"  --record FILE          append the catalog and every frame to a recording\n"
 	"  --rt-priority N        close windows as SCHED_FIFO N (1..99), memory locked\n"
 	"  --block-dev MAJ:MIN    block family: only this device\n"
@@ -137,6 +139,7 @@ static void parse_args(int argc, char **argv, struct settings *s)
 		{"shm", required_argument, 0, 's'},
 		{"shm-slots", required_argument, 0, 'S'},
 		{"record", required_argument, 0, 'r'},
+		{"zmq-hwm", required_argument, 0, 'H'},
 		{"pid", required_argument, 0, 'p'},
 		{"comm", required_argument, 0, 'c'},
 		{"func", required_argument, 0, 'F'},
@@ -206,6 +209,9 @@ static void parse_args(int argc, char **argv, struct settings *s)
 			    s->opt.block_major < 0 || s->opt.block_minor < 0)
 				die_usage("--block-dev wants MAJOR:MINOR (see lsblk), not '%s'",
 					  optarg);
+			break;
+		case 'H':
+			s->zmq_hwm = parse_number("--zmq-hwm", optarg, 1, 1 << 24);
 			break;
 		case 'R':
 			s->rt_priority = parse_number("--rt-priority", optarg, 1, 99);
@@ -372,7 +378,7 @@ static int open_outputs(const struct settings *s)
 {
 	if (s->shm_name && xt_ring_open(s->shm_name, s->shm_slots, s->window_ns))
 		return -1;
-	if (s->zmq_endpoint && xt_zmq_open(s->zmq_endpoint))
+	if (s->zmq_endpoint && xt_zmq_open(s->zmq_endpoint, s->zmq_hwm))
 		return -1;
 	if (s->record_path && xt_rec_open(s->record_path))
 		return -1;
@@ -469,6 +475,7 @@ int main(int argc, char **argv)
 	struct settings s = {
 		.window_ns = 10000000ull,
 		.shm_slots = 1024,
+		.zmq_hwm = 10000,
 		.opt = {.block_major = -1, .block_minor = -1},
 	};
 	struct sigaction sa = {.sa_handler = on_signal};

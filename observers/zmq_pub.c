@@ -9,9 +9,9 @@
 
 static void *ctx, *sock;
 
-int xt_zmq_open(const char *endpoint)
+int xt_zmq_open(const char *endpoint, int hwm)
 {
-	int one = 1, hwm = 100000, zero = 0;
+	int one = 1, zero = 0;
 
 	ctx = zmq_ctx_new();
 	/* XPUB so that a new subscriber's subscription is seen and answered with the catalog. */

@@ -1,5 +1,6 @@
 """Shared memory and ZeroMQ deliver the same frames; losses are counted, never silent."""
 
+import os
 import subprocess
 import threading
 import time
@@ -79,3 +80,46 @@ def test_shm_reader_follows_a_restarted_producer(start_observer, xobserve):
         finally:
             again.terminate()
             again.wait(30)
+
+
+def test_a_stalled_zmq_subscriber_costs_counted_drops_not_silent_ones(xobserve, tmp_path):
+    import zmq
+
+    endpoint = f"ipc://{tmp_path}/signals.sock"  # small socket buffers: a stall shows in seconds
+    shm = f"xt-test-stall-{os.getpid()}"
+    proc = subprocess.Popen(
+        [
+            str(xobserve),
+            "--families",
+            "sched",
+            "--window-ms",
+            "1",
+            "--shm",
+            shm,
+            "--zmq",
+            endpoint,
+            "--zmq-hwm",
+            "20",
+        ]
+    )
+    stalled = zmq.Context.instance().socket(zmq.SUB)
+    try:
+        stalled.setsockopt(zmq.RCVHWM, 1)
+        stalled.setsockopt(zmq.SUBSCRIBE, b"")
+        stalled.connect(endpoint)  # ...and never reads
+        deadline = time.monotonic() + 30
+        while not os.path.exists(f"/dev/shm/{shm}"):
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.01)
+        with ShmFrameReader(shm) as reader:
+            frame = reader.poll(5)
+            while frame is not None and frame.dropped == 0 and time.monotonic() < deadline:
+                frame = reader.poll(5)
+            assert frame is not None and frame.dropped > 0  # exported in every frame...
+            follow = [reader.poll(5) for _ in range(20)]
+            # ...while the ring keeps delivering every frame.
+            assert all(follow) and [f.seq for f in follow] == list(range(frame.seq + 1, frame.seq + 21))
+    finally:
+        stalled.close(linger=0)
+        proc.terminate()
+        proc.wait(30)
