@@ -11,7 +11,12 @@ from xtune.analysis.spec import spec_from_dict
 TARGETS = Path(__file__).parent / "targets"
 
 
-def analyzed(name: str, values: list[int], flags: str = "-O2 -pthread") -> ScopeTable:
+def analyzed(name: str, values: list[int], flags: str = "-O2 -pthread", const: str = "K") -> ScopeTable:
     src = TARGETS / f"{name}.c"
-    data = {"source": src.name, "constant": "K", "values": values, "build": f"gcc {flags} -o {{out}} {{src}}"}
+    data = {
+        "source": src.name,
+        "constant": const,
+        "values": values,
+        "build": f"gcc {flags} -o {{out}} {{src}}",
+    }
     return analyze(spec_from_dict(data, TARGETS / "spec.toml"))

@@ -60,17 +60,22 @@ def _fail(e: Exception) -> None:
 @sie.command("attach")
 def attach_cmd(
     pid: Pid,
-    scope: Annotated[Path, typer.Option("--scope", help="scope table from `xtune analyze`")],
+    scope: Annotated[list[Path], typer.Option("--scope", help="scope table(s) of the binary (repeatable)")],
     const: Annotated[
         list[str] | None, typer.Option("--const", help="perf-consts to arm (default: all)")
     ] = None,
     knobs: Annotated[str, typer.Option("--knobs", help="knob table file (default: a private one)")] = "",
     timeout_ms: Timeout = 2000,
 ) -> None:
-    """Arm the perf-consts of the scope table in process PID (one transaction)."""
+    """Arm the perf-consts of the scope table(s) in process PID, all in one transaction."""
     try:
-        table = sc.load(str(scope))
-        att = eng.attach(pid, table, str(scope.resolve()), const or None, knobs, timeout_ms)
+        table = sc.merge([sc.load(str(p)) for p in scope])
+        merged = scope[0].resolve()
+        if len(scope) > 1:  # `set` and `status` read one table: keep the merged one with the state
+            merged = eng.STATE_ROOT / f"{pid}.scope.json"
+            merged.parent.mkdir(parents=True, exist_ok=True)
+            merged.write_text(table.to_json())
+        att = eng.attach(pid, table, str(merged), const or None, knobs, timeout_ms)
     except (sc.ScopeError, eng.SieError, FileNotFoundError) as e:
         _fail(e)
         return

@@ -283,4 +283,5 @@ def _cleanup(att: Attachment) -> None:
         tab.close()
     for f in ("plan", "state", "meta.json", "server.log"):
         (att.dir / f).unlink(missing_ok=True)
+    (STATE_ROOT / f"{att.pid}.scope.json").unlink(missing_ok=True)
     att.dir.rmdir()

@@ -161,6 +161,21 @@ class ScopeTable:
         raise ScopeError(f"no perf-const {name!r} in the scope table (it has: {known})")
 
 
+def merge(tables: list[ScopeTable]) -> ScopeTable:
+    """Several perf-consts of one binary (analyzed one by one) as one table, armed as one transaction."""
+    first = tables[0]
+    for t in tables[1:]:
+        if t.binary.sha256 != first.binary.sha256:
+            raise ScopeError(
+                f"scope tables of different binaries: {first.binary.path} ({first.binary.sha256[:12]})"
+                f" and {t.binary.path} ({t.binary.sha256[:12]})"
+            )
+    consts = [c for t in tables for c in t.consts]
+    if len({c.name for c in consts}) != len(consts):
+        raise ScopeError("the scope tables name the same perf-const twice")
+    return ScopeTable(first.binary, consts, analysis_seconds=sum(t.analysis_seconds for t in tables))
+
+
 def load(path: str) -> ScopeTable:
     try:
         with open(path) as f:
