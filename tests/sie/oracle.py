@@ -11,7 +11,7 @@ from pathlib import Path
 from xtune.analysis import attach as eng
 from xtune.analysis.build import build_one
 from xtune.analysis.builder import analyze
-from xtune.analysis.scope import ScopeTable
+from xtune.analysis.scope import PerfConst, ScopeError, ScopeTable
 from xtune.analysis.spec import Spec, spec_from_dict
 
 CORPUS = Path(__file__).parent / "corpus"
@@ -106,6 +106,14 @@ def live_bytes(pid: int, table: ScopeTable) -> bool:
     return True
 
 
+def _accepts(const: PerfConst, value: int) -> bool:
+    try:
+        const.check_value(value)
+    except ScopeError:
+        return False
+    return True
+
+
 def run_case(case: Case, force_int3: bool = False) -> Case:
     case.table = analyze(case.spec)
     const = case.table.consts[0]
@@ -113,7 +121,7 @@ def run_case(case: Case, force_int3: bool = False) -> Case:
         case.verdict = "refused"
         case.detail = [f"{r.function}: {r.reason} {r.detail}".strip() for r in const.refusals]
         return case
-    probes = [v for v in PROBES if const.constraint != "power of two" or v & (v - 1) == 0]
+    probes = [v for v in PROBES if _accepts(const, v)]
     binary = Path(case.table.binary.path)
     t = Target(binary)
     try:
@@ -123,9 +131,11 @@ def run_case(case: Case, force_int3: bool = False) -> Case:
         except eng.SieError as e:
             case.verdict, case.detail = "refused", [f"attach: {e}"]
             return case
-        ok = True
+        ok = bool(probes)
+        if not probes:
+            case.detail.append("no probe value inside the validated range")
         for v in probes:
-            eng.set_value(t.p.pid, "K", v, const.constraint)
+            eng.set_value(t.p.pid, "K", v, const)
             got, want = t.ask(INPUTS), reference(case.spec, v)
             if got != want:
                 ok = False

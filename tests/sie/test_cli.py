@@ -39,11 +39,15 @@ def test_cli_two_consts_one_transaction(tmp_path, engine):
         pid = str(t.p.pid)
         scopes = ["--scope", str(tmp_path / "k.json"), "--scope", str(tmp_path / "l.json")]
         xtune("sie", "attach", "--pid", pid, *scopes, env=env)
-        xtune("sie", "set", "--pid", pid, "K", "10", env=env)
+        xtune("sie", "set", "--pid", pid, "K", "20", env=env)
         xtune("sie", "set", "--pid", pid, "L", "1000", env=env)
-        assert t.ask([500]) == ["490 3500"]
+        assert t.ask([500]) == ["480 3500"]
         status = json.loads(xtune("sie", "status", "--pid", pid, env=env).stdout)
-        assert status["values"] == {"K": 10, "L": 1000}
+        assert status["values"] == {"K": 20, "L": 1000}
+        low = k.consts[0].min_value
+        assert low is not None and low > 1
+        r = xtune("sie", "set", "--pid", pid, "K", str(low - 1), env=env, ok=False)
+        assert r.returncode == 1 and f"is below {low}, where the analysis holds" in r.stderr
         r = xtune("sie", "set", "--pid", pid, "M", "1", env=env, ok=False)
         assert r.returncode != 0 and "no perf-const 'M'" in r.stderr
         xtune("sie", "detach", "--pid", pid, env=env)

@@ -17,7 +17,9 @@ def expect(n: int, k: int) -> str:
 
 def test_multithreaded_changes_and_cycles(engine):
     table = targets.analyzed("mt_target", [100, 50, 300])
-    assert table.consts[0].tunable, table.consts[0].refusals
+    const = table.consts[0]
+    assert const.tunable, const.refusals
+    lo, hi = const.min_value or 1, const.max_value or 5000
     t = oracle.Target(Path(table.binary.path))
     rnd = random.Random(5)
     try:
@@ -25,16 +27,16 @@ def test_multithreaded_changes_and_cycles(engine):
         assert len(list(Path(f"/proc/{t.p.pid}/task").iterdir())) >= 9
         eng.attach(t.p.pid, table, "", ["K"])
         for _ in range(1000):
-            k = rnd.randint(1, 5000)
-            eng.set_value(t.p.pid, "K", k)
+            k = rnd.randint(lo, hi)
+            eng.set_value(t.p.pid, "K", k, const)
             n = rnd.randint(0, 6000)
             assert t.ask([n]) == [expect(n, k)]
         eng.detach(t.p.pid)
         assert oracle.live_bytes(t.p.pid, table)
         for cycle in range(100):
             eng.attach(t.p.pid, table, "", ["K"], timeout_ms=5000)
-            k = rnd.randint(1, 5000)
-            eng.set_value(t.p.pid, "K", k)
+            k = rnd.randint(lo, hi)
+            eng.set_value(t.p.pid, "K", k, const)
             assert t.ask([77]) == [expect(77, k)], cycle
             eng.detach(t.p.pid, timeout_ms=5000)
             assert oracle.live_bytes(t.p.pid, table), f"text differs after disarm {cycle}"
@@ -47,6 +49,8 @@ def test_multithreaded_changes_and_cycles(engine):
 def test_multithreaded_int3_fallback(engine):
     """The ptrace fallback under the same 8 threads: 300 value changes, 20 arm/disarm cycles."""
     table = targets.analyzed("mt_target", [100, 50, 300])
+    const = table.consts[0]
+    lo, hi = const.min_value or 1, const.max_value or 5000
     t = oracle.Target(Path(table.binary.path))
     rnd = random.Random(6)
     try:
@@ -54,8 +58,8 @@ def test_multithreaded_int3_fallback(engine):
         for cycle in range(20):
             eng.attach(t.p.pid, table, "", ["K"], timeout_ms=5000, force_int3=True)
             for _ in range(15):
-                k = rnd.randint(1, 5000)
-                eng.set_value(t.p.pid, "K", k)
+                k = rnd.randint(lo, hi)
+                eng.set_value(t.p.pid, "K", k, const)
                 n = rnd.randint(0, 6000)
                 assert t.ask([n]) == [expect(n, k)], cycle
             eng.detach(t.p.pid, timeout_ms=5000)

@@ -48,6 +48,9 @@ def analyze(
             typer.echo(f"  refused {r.function}: {r.reason} {r.detail}")
         if c.constraint:
             typer.echo(f"  values must be: {c.constraint}")
+        typer.echo(f"  valid range: [{c.min_value}, {c.max_value}]")
+    for note in table.notes:
+        typer.echo(f"  note: {note}")
     if not all(c.tunable for c in table.consts):
         raise typer.Exit(1)
 
@@ -110,8 +113,7 @@ def set_cmd(
     """Give perf-const NAME the value VALUE in PID (effective at the next hit)."""
     try:
         att = eng.Attachment.load(pid)
-        constraint = sc.load(att.scope).const(name).constraint
-        eng.set_value(pid, name, value, constraint)
+        eng.set_value(pid, name, value, sc.load(att.scope).const(name))
     except (sc.ScopeError, eng.SieError) as e:
         _fail(e)
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xtune import paths
-from xtune.analysis.scope import ScopeTable
+from xtune.analysis.scope import PerfConst, ScopeError, ScopeTable
 
 MAGIC, VERSION, HEADER, SLOT, NSLOTS = 0x544B5458, 1, 4096, 512, 256
 TABLE_SIZE = HEADER + SLOT * NSLOTS
@@ -243,12 +243,16 @@ def _stop_server(att: Attachment, timeout_ms: int) -> None:
         raise SieError((att.dir / "server.log").read_text().strip()[-3000:] or "disarm failed")
 
 
-def set_value(pid: int, name: str, value: int, constraint: str = "") -> None:
+def set_value(pid: int, name: str, value: int, const: PerfConst | None = None) -> None:
+    """Publish `value` for `name`; with its PerfConst, values the analysis does not cover are refused."""
     att = Attachment.load(pid)
     if name not in att.slots:
         raise SieError(f"pid {pid}: {name} is not attached (attached: {', '.join(att.slots)})")
-    if constraint == "power of two" and (value <= 0 or value & (value - 1)):
-        raise SieError(f"{name}: {value} is not a power of two (the compiler turned V into a shift)")
+    if const is not None:
+        try:
+            const.check_value(value)
+        except ScopeError as e:
+            raise SieError(str(e)) from e
     tab = KnobTable(att.knobs)
     tab.publish(att.slots[name], value)
     tab.close()

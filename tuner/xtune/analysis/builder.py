@@ -28,25 +28,56 @@ from xtune.analysis.synth import SynthError, relocated, seed_piece, trampoline
 def analyze(spec: Spec) -> ScopeTable:
     """Build with every value of the spec and derive the scope table of the first build.
 
-    When every value is a power of two, masks (V - 1) and shifts (log2 V) fit exactly but mean
-    something else for other values: one more build with a value that is not a power of two
-    decides whether the expressions hold for any V, or only for powers of two."""
+    Expressions fitted from a few builds may hold only for the kind and range of values analyzed,
+    so validation builds decide what `set` accepts:
+    - when every value is a power of two, masks (V - 1) and shifts (log2 V) fit exactly but mean
+      something else for other values: a value that is not a power of two decides whether the
+      expressions hold for any V, or only for powers of two;
+    - compilers fold facts that hold for the values built (e.g. `7 <= V` removing a first loop
+      test): builds with smaller and larger values bound the range where the same spans hold."""
     t0 = time.monotonic()
     src = SourceLocation(str(spec.source), spec.line, spec.constant)
     values = spec.values
     outputs = build_variants(spec)
     table = analyze_binaries(outputs, values, spec.constant, src, spec.function_filter)
-    if all(v > 0 and v & (v - 1) == 0 for v in values) and table.consts[0].tunable:
-        odd = values[0] + values[0] // 2 + 1
+    const = table.consts[0]
+    if not const.tunable:
+        table.analysis_seconds = round(time.monotonic() - t0, 3)
+        return table
+
+    def why_not(extra: int) -> str:
+        """Why a build with `extra` does not give the same spans ("" when it does)."""
         wide = analyze_binaries(
-            [*outputs, build_one(spec, odd)], [*values, odd], spec.constant, src, spec.function_filter
+            [*outputs, build_one(spec, extra)], [*values, extra], spec.constant, src, spec.function_filter
         )
-        if not wide.consts[0].tunable:
-            table.consts[0].constraint = "power of two"
-            table.notes.append(
-                f"with {spec.constant}={odd} the code differs beyond the fitted expressions"
-                f" ({_first_refusal(wide)}): values must be powers of two"
-            )
+        w = wide.consts[0]
+        if not w.tunable:
+            return _first_refusal(wide)
+        if [(s.function, s.start) for s in w.spans] != [(s.function, s.start) for s in const.spans]:
+            return "the spans differ"
+        return ""
+
+    pow2 = all(v > 0 and v & (v - 1) == 0 for v in values)
+    if pow2:
+        odd = values[0] + values[0] // 2 + 1
+        why = why_not(odd)
+        if why:
+            const.constraint = "power of two"
+            table.notes.append(f"with {spec.constant}={odd}: {why}; values must be powers of two")
+    low, high = min(values), max(values)
+    for probe in (1, low // 4):
+        if 0 < probe < low and not why_not(probe):
+            const.min_value = probe
+            break
+    else:
+        const.min_value = low
+        table.notes.append(f"the spans hold for the values analyzed, not below {low}")
+    probe = high * 4
+    if why_not(probe):
+        const.max_value = high
+        table.notes.append(f"the spans hold for the values analyzed, not above {high}")
+    else:
+        const.max_value = probe
     table.analysis_seconds = round(time.monotonic() - t0, 3)
     return table
 

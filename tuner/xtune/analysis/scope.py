@@ -120,10 +120,24 @@ class PerfConst:
     spans: list[Span]
     refusals: list[Refusal]
     constraint: str = ""  # extra condition on V (e.g. "power of two"), "" if none
+    # The range of V over which validation builds gave the same spans (None: not validated).
+    min_value: int | None = None
+    max_value: int | None = None
 
     @property
     def tunable(self) -> bool:
         return bool(self.spans) and not self.refusals
+
+    def check_value(self, value: int) -> None:
+        """Raise ScopeError when the scope table's expressions are not known to hold for `value`."""
+        if self.constraint == "power of two" and (value <= 0 or value & (value - 1)):
+            raise ScopeError(
+                f"{self.name}: {value} is not a power of two (the compiler made V a shift or mask)"
+            )
+        if self.min_value is not None and value < self.min_value:
+            raise ScopeError(f"{self.name}: {value} is below {self.min_value}, where the analysis holds")
+        if self.max_value is not None and value > self.max_value:
+            raise ScopeError(f"{self.name}: {value} is above {self.max_value}, where the analysis holds")
 
 
 @dataclass
@@ -314,6 +328,12 @@ def _parse_const(d: Any, w: str) -> PerfConst:
         _obj(r, f"{w}.refusals[{i}]", {"function": str, "reason": str, "detail": str})
         refusals.append(Refusal(**r))
     spans = [_parse_span(s, f"{w}.spans[{i}]") for i, s in enumerate(d["spans"])]
+    bounds = {}
+    for key in ("min_value", "max_value"):
+        v = d.get(key)
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool)):
+            raise ScopeError(f"{w}.{key}: expected an integer or null")
+        bounds[key] = v
     return PerfConst(
         name=d["name"],
         source=SourceLocation(**src),
@@ -321,6 +341,7 @@ def _parse_const(d: Any, w: str) -> PerfConst:
         spans=spans,
         refusals=refusals,
         constraint=d["constraint"],
+        **bounds,
     )
 
 
