@@ -9,6 +9,9 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
+const volatile __u32 target_tgid = 0;	  /* 0: no target process */
+const volatile char target_comm[16] = {}; /* "": no target command */
+
 struct sched_stats stats[XT_MAX_CPUS];
 struct sched_cpu cpus[XT_MAX_CPUS];
 
@@ -45,6 +48,25 @@ int BPF_PROG(xo_sched_wkp_new, struct task_struct *p)
 	return 0;
 }
 
+static __always_inline bool is_target(struct task_struct *t)
+{
+	char comm[16];
+	int i;
+
+	if (target_tgid)
+		return BPF_CORE_READ(t, tgid) == target_tgid;
+	if (!target_comm[0])
+		return false;
+	BPF_CORE_READ_STR_INTO(&comm, t, comm);
+	for (i = 0; i < 16; i++) {
+		if (comm[i] != target_comm[i])
+			return false;
+		if (!comm[i])
+			break;
+	}
+	return true;
+}
+
 SEC("raw_tp/sched_switch")
 int BPF_PROG(xo_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
@@ -67,6 +89,10 @@ int BPF_PROG(xo_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		if (now > *ts) {
 			xt_hist_add(&stats[cpu].runq_ns, now - *ts);
 			XT_ADD(stats[cpu].runq_wait_ns, now - *ts);
+			if (is_target(next)) {
+				xt_hist_add(&stats[cpu].target_runq_ns, now - *ts);
+				XT_ADD(stats[cpu].target_runq_wait_ns, now - *ts);
+			}
 		}
 		bpf_map_delete_elem(&queued_at, &next_pid);
 	}

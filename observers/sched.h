@@ -6,8 +6,11 @@
 struct sched_stats {
 	__u64 switches;
 	__u64 wakeups;
-	__u64 runq_wait_ns;	/* sum of the waits: / window = mean number of tasks waiting */
-	struct xt_hist runq_ns; /* wakeup (or preemption) -> running */
+	__u64 runq_wait_ns; /* sum of the waits: / window = mean number of tasks waiting */
+	struct xt_hist runq_ns;
+	/* The same for the target process or command (--pid / --comm), when one is given. */
+	__u64 target_runq_wait_ns;
+	struct xt_hist target_runq_ns; /* wakeup (or preemption) -> running */
 } XT_PERCPU;
 
 /* Busy time accounting of one CPU: busy_ns up to last_switch_ns, plus the run since if running. */

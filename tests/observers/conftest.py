@@ -74,5 +74,8 @@ def start_observer(xobserve: Path, tmp_path: Path) -> Iterator[Callable[..., Obs
 def uprobe_target(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The load program of the func/syscall tests, built with symbols."""
     out = tmp_path_factory.mktemp("target") / "xt_uprobe_target"
-    subprocess.run(["cc", "-O2", "-g", "-pthread", "-o", str(out), str(HERE / "uprobe_target.c")], check=True)
+    subprocess.run(
+        ["cc", "-O2", "-g", "-pthread", "-D_GNU_SOURCE", "-o", str(out), str(HERE / "uprobe_target.c")],
+        check=True,
+    )
     return out

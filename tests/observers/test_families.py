@@ -64,37 +64,38 @@ def run_delay_ns(pid: int) -> int:
     return int(Path(f"/proc/{pid}/schedstat").read_text().split()[1])
 
 
-def test_cpu_contention_raises_run_queue_latency(start_observer):
-    obs = start_observer("--families", "sched", "--window-ms", "100")
+def test_cpu_contention_raises_run_queue_latency(start_observer, uprobe_target):
+    comm = uprobe_target.name[:15]
+    obs = start_observer("--families", "sched", "--window-ms", "100", "--comm", comm)
     cpu = sorted(os.sched_getaffinity(0))[-1]
     waited: list[int] = []
 
     def contend() -> None:
-        spinners = [
-            subprocess.Popen(["taskset", "-c", str(cpu), "sh", "-c", "while :; do :; done"]) for _ in range(4)
-        ]
+        spin = [str(uprobe_target), "spin", "1500", str(cpu)]
+        spinners = [subprocess.Popen(spin, stdout=subprocess.PIPE, text=True) for _ in range(4)]
         try:
-            time.sleep(1.5)
-            waited.extend(run_delay_ns(p.pid) for p in spinners)
+            for p in spinners:
+                assert p.stdout is not None and p.stdout.readline() == "spun\n"
+            waited.extend(run_delay_ns(p.pid) for p in spinners)  # all asleep now
         finally:
             for p in spinners:
                 p.kill()
                 p.wait()
 
     with ShmFrameReader(obs.shm) as reader:
-        frames = frames_while(reader, contend, settle=0)
-    middle = frames[3:-3]
+        frames = frames_while(reader, contend)
+    middle = frames[3:-6]
     assert middle, "no frame in the middle of the contention"
     # Four spinners on one CPU: it is fully busy and three of them always wait. Other tasks on this
-    # shared machine can only add to the (system-wide) wait sum, never hide the spinners' waits.
+    # shared machine can only add to the system-wide signals; the target ones are the spinners'.
     assert min(f.values[f"sched.cpu{cpu}.busy"] for f in middle) > 0.9
     assert min(f.values["sched.runq_wait"] * 1e3 / f.window_ns for f in middle) > 2.0
-    # And what we summed covers what the kernel itself accounted to the spinners as run delay.
-    assert total(frames, "sched.runq_wait") * 1e3 >= 0.9 * sum(waited), (
-        total(frames, "sched.runq_wait"),
-        waited,
-    )
-    assert max(f.values["sched.runq_latency.p99"] for f in middle) > 0
+    assert min(f.values["sched.target.runq_wait"] * 1e3 / f.window_ns for f in middle) > 2.0
+    assert max(f.values["sched.target.runq_latency.p99"] for f in middle) > 1000  # whole slices (us)
+    # The target's summed waits are the kernel's own run delay of the spinners (/proc/PID/schedstat).
+    ours = total(frames, "sched.target.runq_wait") * 1e3
+    assert 0.95 * sum(waited) - 5e6 <= ours <= 1.05 * sum(waited) + 5e6, (ours, waited)
+    assert total(frames, "sched.runq_wait") * 1e3 >= ours
 
 
 def loopback_traffic(megabytes: int) -> None:
@@ -201,4 +202,4 @@ def test_pmu_is_unavailable_here_and_never_faked(start_observer):
     own = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
     assert "pmu.cycles" not in frames[0].values
     # The software page-fault counter is system-wide: it holds at least this process's own faults.
-    assert total(frames, "pmu.page_faults") >= own > 0
+    assert total(frames, "pmu.page_faults") >= 0.9 * own > 0  # (a few after the last window)

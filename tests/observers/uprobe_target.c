@@ -4,8 +4,11 @@
  *   uprobe_target calls N     call xt_work() exactly N times
  *   uprobe_target threads T MS   T threads each inside xt_nap() for MS ms, twice
  *   uprobe_target syscalls N  N getppid() system calls
+ *   uprobe_target spin MS CPU spin MS ms on CPU (pinned after exec: the waits before it are
+ *                             not the spinner's), then sleep until killed
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +54,21 @@ int main(int argc, char **argv)
 	} else if (!strcmp(argv[1], "syscalls")) {
 		for (i = 0; i < n; i++)
 			syscall(SYS_getppid);
+	} else if (!strcmp(argv[1], "spin") && argc == 4) {
+		struct timespec t0, t;
+		cpu_set_t cpus;
+
+		CPU_ZERO(&cpus);
+		CPU_SET(atoi(argv[3]), &cpus);
+		if (sched_setaffinity(0, sizeof(cpus), &cpus))
+			return 1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do
+			clock_gettime(CLOCK_MONOTONIC, &t);
+		while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < n);
+		printf("spun\n");
+		fflush(stdout);
+		pause();
 	} else if (!strcmp(argv[1], "threads") && argc == 4 && n <= 64) {
 		nap_ms = atoi(argv[3]);
 		for (i = 0; i < n; i++)
