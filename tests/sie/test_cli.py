@@ -40,10 +40,10 @@ def test_cli_two_consts_one_transaction(tmp_path, engine):
         scopes = ["--scope", str(tmp_path / "k.json"), "--scope", str(tmp_path / "l.json")]
         xtune("sie", "attach", "--pid", pid, *scopes, env=env)
         xtune("sie", "set", "--pid", pid, "K", "20", env=env)
-        xtune("sie", "set", "--pid", pid, "L", "1000", env=env)
-        assert t.ask([500]) == ["480 3500"]
+        xtune("sie", "set", "--pid", pid, "L", "100", env=env)
+        assert t.ask([500]) == ["480 800"]
         status = json.loads(xtune("sie", "status", "--pid", pid, env=env).stdout)
-        assert status["values"] == {"K": 20, "L": 1000}
+        assert status["values"] == {"K": 20, "L": 100}
         low = k.consts[0].min_value
         assert low is not None and low > 1
         r = xtune("sie", "set", "--pid", pid, "K", str(low - 1), env=env, ok=False)
