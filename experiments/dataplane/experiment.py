@@ -22,7 +22,7 @@ from xtune.analysis.spec import load_spec
 HERE = Path(__file__).parent
 LOW, HIGH = "2:3000:4", "2:25000:64"  # seconds:requests per second:flows
 PHASES = [LOW, HIGH, LOW]
-LIVE = {0: 1, 1: 64, 2: 1}  # phase -> RX_BATCH_SIZE set through SIE (light load: no batching)
+LIVE = {0: 8, 1: 16, 2: 8}  # phase -> RX_BATCH_SIZE set through SIE (from a sweep of rebuilt binaries)
 
 
 def free_port() -> int:
@@ -54,7 +54,7 @@ def run(binary: Path, phases: list[str], scope=None, live: dict[int, int] | None
         if scope is not None:
             eng.attach(server.pid, scope, "", ["RX_BATCH_SIZE"], timeout_ms=5000)
             if live is not None:
-                eng.set_value(server.pid, "RX_BATCH_SIZE", live[0])
+                eng.set_value(server.pid, "RX_BATCH_SIZE", live[0], scope.consts[0])
         gen = subprocess.Popen(
             [str(paths.binary("dataplane-loadgen")), str(port), *phases], stdout=subprocess.PIPE, text=True
         )
@@ -62,7 +62,7 @@ def run(binary: Path, phases: list[str], scope=None, live: dict[int, int] | None
         results = []
         for line in gen.stdout:
             if line.startswith("phase ") and live is not None:
-                eng.set_value(server.pid, "RX_BATCH_SIZE", live[int(line.split()[1])])
+                eng.set_value(server.pid, "RX_BATCH_SIZE", live[int(line.split()[1])], scope.consts[0])
             elif line.startswith("{"):
                 results.append(json.loads(line))
         gen.wait()
@@ -85,12 +85,12 @@ def main() -> dict:  # type: ignore[type-arg]
         "phases": PHASES,
         "live_values": LIVE,
         "static_64": run(original, PHASES),
-        "static_1_rebuilt": run(build_one(spec, 1), PHASES),
+        "static_8_rebuilt": run(build_one(spec, 8), PHASES),
         "live_sie": run(original, PHASES, table, LIVE),
-        # Same behaviour as a rebuild: light load only, SIE at 1 vs the binary rebuilt with 1.
+        # Same behaviour as a rebuild: SIE at 8 vs the binary rebuilt with 8, same load.
         "equivalence": {
-            "sie_1": run(original, [LOW], table, {0: 1}),
-            "rebuilt_1": run(build_one(spec, 1), [LOW]),
+            "sie_8": run(original, PHASES, table, {0: 8, 1: 8, 2: 8}),
+            "rebuilt_8": run(build_one(spec, 8), PHASES),
         },
     }
     return result

@@ -21,7 +21,7 @@
 
 #define RX_BATCH_SIZE 64
 #define MAX_BATCH     1024
-#define RX_FILL_NS    200000
+#define RX_FILL_NS    4000
 #define BATCH_COST_NS 20000
 #define PKT_COST_NS   2000
 #define PKT_LEN	      128
@@ -48,7 +48,7 @@ static void spend(long long ns)
 		;
 }
 
-/* Collect one batch: at most RX_BATCH_SIZE requests, waiting at most RX_FILL_NS for more. */
+/* Collect one batch: at most RX_BATCH_SIZE requests, waiting at most RX_FILL_NS per slot. */
 __attribute__((noinline)) static int rx_batch(int fd)
 {
 	long long first = 0;
@@ -67,7 +67,7 @@ __attribute__((noinline)) static int rx_batch(int fd)
 			if (!n)
 				first = now_ns();
 			n += got;
-		} else if (!n || now_ns() - first >= RX_FILL_NS) {
+		} else if (!n || now_ns() - first >= (long long)RX_BATCH_SIZE * RX_FILL_NS) {
 			break;
 		}
 	}
