@@ -8,8 +8,10 @@
 3. Sample efficiency on the demo workload (bulk TCP through a 100 Mbit/s bottleneck, knobs
    tcp_rmem[2] in the receiver's namespace and tcp_wmem[2] in the sender's, minimize p99 RTT with
    throughput >= 95 % of baseline): exhaustive grid (`--grid-points`^2 trials), BO and random
-   search (`--budget` trials each), same namespaces and daemons, one after the other. Reported:
-   trials each needs to get within 5 % of the exhaustive best, Ax suggestion time, the best found.
+   search (`--budget` trials each), same namespaces and daemons, one after the other. The grid's
+   best point is then measured again over three times the windows (the grid minimum itself is the
+   luckiest of many noisy measurements). Reported: trials each method needs to get within 5 % of
+   that re-measured exhaustive best, Ax suggestion time, the best found.
 
 Writes experiments/results/tuner.json. Needs root and `make build`.
 """
@@ -176,8 +178,17 @@ def bench_efficiency(budget: int, grid_points: int, tmp: Path) -> dict[str, Any]
             t0 = time.monotonic()
             runs[kind] = run_policy(slo, svc, store)
             out[kind] = {"seconds": round(time.monotonic() - t0, 1)}
-    feasible = [t.summary.objective for t in runs["grid"].trials if t.meets_slo]
-    best = min(feasible)
+        # The grid's minimum is biased low (the luckiest of 36 noisy measurements): measure the
+        # grid's best point again over three times the windows and use that as the reference.
+        grid_best = runs["grid"].best
+        assert grid_best is not None
+        confirm = base.policy.model_copy(
+            update={"kind": "static", "profile": grid_best, "windows": 3 * base.policy.windows}
+        )
+        reference = run_policy(
+            base.model_copy(update={"policy": confirm, "name": "bench-reference"}), svc, store
+        )
+    best = reference.trials[0].summary.objective
     for kind, r in runs.items():
         objs = [t.summary.objective for t in r.trials]
         out[kind].update(
@@ -194,7 +205,12 @@ def bench_efficiency(budget: int, grid_points: int, tmp: Path) -> dict[str, Any]
         )
     sug = runs["bo"].suggest_seconds
     out["ax_suggest_seconds"] = {"mean": statistics.fmean(sug), "p50": pct(sug, 0.5), "max": max(sug)}
-    out["exhaustive_best_objective_us"] = best
+    out["exhaustive_best"] = {
+        "values": grid_best,
+        "objective_us_in_grid": min(t.summary.objective for t in runs["grid"].trials if t.meets_slo),
+        "objective_us_remeasured": best,
+        "note": "trials_to_within_5pct uses the re-measured value",
+    }
     return out
 
 

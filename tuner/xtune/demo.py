@@ -51,9 +51,7 @@ def demo_slo(net: Bottleneck, budget: int, short: bool) -> SloFile:
     }
     slo = load(TEMPLATE, variables)
     if short:
-        policy = slo.policy.model_copy(
-            update={"init_trials": 2, "baseline_windows": 4, "windows": 3, "settle_ms": 2000}
-        )
+        policy = slo.policy.model_copy(update={"init_trials": 2, "baseline_windows": 4})
         slo = slo.model_copy(update={"policy": policy})
     return slo
 

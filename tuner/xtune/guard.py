@@ -1,10 +1,12 @@
 """The guard: SLO lines checked against the baseline's noise after every change.
 
 Before the first change the loop measures a baseline (several windows at the starting values):
-for each SLO line the mean and standard deviation of its left side. `baseline` on the right of a
-line is that mean. After a change the guard watches the next `watch_windows` windows; a window
-violates a line when it is outside the bound by more than the baseline's noise
-(`tolerance` standard deviations, and at least `min_margin` of the bound). `violations` such
+for each SLO line the median of its left side and its noise, the median absolute deviation
+scaled to a standard deviation (1.4826 MAD): robust to a stray window, e.g. another flow on the
+host entering a host-wide quantile. `baseline` on the right of a line is that median. After a
+change the guard watches the next `watch_windows` windows; a window violates a line when it is
+outside the bound by more than the baseline's noise (`tolerance` of those deviations, and at
+least `min_margin` of the bound). `violations` such
 windows trip the guard, so a harmful value is rolled back at most `watch_windows` windows after
 the settle time that follows the change.
 """
@@ -21,8 +23,8 @@ from xtune.expr import Comparison, MissingSignal, evaluate
 
 @dataclass(frozen=True)
 class LineBaseline:
-    mean: float
-    std: float
+    median: float
+    std: float  # robust: 1.4826 * median absolute deviation
     bound: float  # the right side, with `baseline` = mean
     slack: float  # how far past the bound still counts as noise
 
@@ -58,11 +60,11 @@ class Guard:
                 raise ValueError(
                     f"SLO line {line.text!r}: its signals were missing from the baseline windows"
                 )
-            mean = statistics.fmean(samples)
-            std = statistics.stdev(samples)
-            bound = evaluate(line.right, {}, mean)
+            median = statistics.median(samples)
+            std = 1.4826 * statistics.median(abs(x - median) for x in samples)
+            bound = evaluate(line.right, {}, median)
             slack = max(self.config.tolerance * std, self.config.min_margin * abs(bound))
-            self.baseline.append(LineBaseline(mean, std, bound, slack))
+            self.baseline.append(LineBaseline(median, std, bound, slack))
 
     def violations(self, values: Mapping[str, float]) -> list[Violation]:
         """Lines this window breaks beyond the baseline's noise (missing signals: not judged)."""

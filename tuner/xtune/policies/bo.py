@@ -133,7 +133,8 @@ class BoPolicy(TrialPolicy):
                 continue
             slo_raw = {int(i): tuple(v) for i, v in t.metrics.get("slo", {}).items()}
             raw = _raw(Outcome(t.objective, t.objective_sem or 0.0, slo_raw, t.status == "completed"))  # type: ignore[arg-type]
-            self._call(("attach", (t.params, raw)))
+            values = {n: float(v) if knobs[n].range else v for n, v in t.params.items()}
+            self._call(("attach", (values, raw)))
             self.warm_started += 1
         self._n = 0
         self._best: float | None = None
