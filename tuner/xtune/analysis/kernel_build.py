@@ -60,7 +60,7 @@ class Define:
 
 def find_define(src: Path, name: str, file: str = "") -> Define:
     """The `#define NAME <integer>` of a perf-const (searched in include/, block/, kernel/, mm/, net/)."""
-    pattern = re.compile(rf"^\s*#\s*define\s+{re.escape(name)}\s+\(?\s*(\d+)\s*\)?\s*(/\*.*)?$")
+    pattern = re.compile(rf"^\s*#\s*define\s+{re.escape(name)}\s+\(?\s*(\d+)[uUlL]*\s*\)?\s*(/\*.*)?$")
     candidates = [src / file] if file else []
     if not file:
         grep = subprocess.run(
