@@ -17,7 +17,8 @@ Public API
 `decode_frame(data, catalog)` -> `Frame`
     Raises `FrameError` naming what is wrong (magic, version, size). Ids the catalog does not know
     are named "#<id>".
-`ShmFrameReader(name="xtune.signals")` and `ZmqFrameReader(endpoint="tcp://127.0.0.1:5557")`
+`ShmFrameReader(name="xtune.signals")` and `ZmqFrameReader(endpoint="tcp://127.0.0.1:5557",
+context=None)` (a pyzmq context; the process-wide one by default)
     Same interface (`FrameReader`):
       - `poll(timeout=None) -> Frame | None`: the next frame in sequence order, or None when
         `timeout` seconds passed without one (None waits forever).
@@ -34,8 +35,11 @@ Public API
     (counted in `restarts`); `producer_alive()` says whether a producer is there. It sleeps until
     `spin_s` seconds before the next frame is due (one window after the last one closed), spins
     until `spin_s` after, then naps in 50 us steps: delivery latency stays in the tens of
-    microseconds at the cost of about 2 * spin_s of CPU per window. Lower the process's timer slack (prctl
-    PR_SET_TIMERSLACK) for sleeps that end on time.
+    microseconds at the cost of about 2 * spin_s of CPU per window. Lower the process's timer
+    slack (prctl PR_SET_TIMERSLACK) for sleeps that end on time.
+`ShmFrameWriter(name, catalog_json)` and `ZmqFramePublisher(endpoint, catalog_json)`
+    The producer side in Python (`publish(frame_bytes)`, `set_catalog`, `close`), as xobserve
+    does it in C; `xtune replay` uses them.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 FRAME_MAGIC = 0x52465458  # "XTFR"
 FRAME_VERSION = 1
@@ -326,14 +331,16 @@ class ShmFrameReader(FrameReader):
         return _U32.unpack_from(self._map, _RING_PID_OFF)[0]
 
     def producer_alive(self) -> bool:
-        """False once the producer exited (its ring is unlinked) and no new one has started."""
+        """Whether a producer publishes under this name (the one read so far, or a new one)."""
         try:
+            if os.stat(self.path).st_ino != self._inode:
+                return True  # a new producer's ring; poll() switches to it
             os.kill(self.producer_pid, 0)
-        except ProcessLookupError:
+        except (FileNotFoundError, ProcessLookupError):
             return False
         except PermissionError:
             pass
-        return os.path.exists(f"/dev/shm/{self.name}")
+        return True
 
     def _refresh_catalog(self) -> None:
         lock = self._u64(_RING_CATALOG_LOCK_OFF)
@@ -406,7 +413,9 @@ class ShmFrameReader(FrameReader):
 class ZmqFrameReader(FrameReader):
     """Subscriber to xobserve's ZeroMQ PUB socket (topics "frame" and "catalog")."""
 
-    def __init__(self, endpoint: str = "tcp://127.0.0.1:5557", max_pending: int = 4096, context=None) -> None:
+    def __init__(
+        self, endpoint: str = "tcp://127.0.0.1:5557", max_pending: int = 4096, context: Any = None
+    ) -> None:
         import zmq
 
         super().__init__()
