@@ -12,6 +12,7 @@
 #define pr_fmt(fmt) "xsie: " fmt
 
 #include <linux/kprobes.h>
+#include <linux/rcupdate.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/task_stack.h>
 #include <linux/spinlock.h>
@@ -290,6 +291,7 @@ static int xsie_count_inside(void *data)
 	unsigned int n, i;
 	long inside = 0;
 
+	rcu_read_lock();
 	for_each_process_thread(p, t)
 	{
 		n = xsie_stack_save_tsk(t, xsie_stack, XSIE_STACK_DEPTH, 0);
@@ -297,6 +299,7 @@ static int xsie_count_inside(void *data)
 			if (xsie_in_safe(g, xsie_stack[i]))
 				inside++;
 	}
+	rcu_read_unlock();
 	atomic_long_set(&g->inside, inside);
 	if (inside) {
 		WRITE_ONCE(g->counting, 1);
