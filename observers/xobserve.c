@@ -344,16 +344,21 @@ static void print_frame_json(void)
 	fflush(stdout);
 }
 
-/* Outputs: publish the catalog wherever it goes; frames to the ring, ZeroMQ and recording. */
-static void publish_catalog(const struct settings *s, bool to_zmq)
+/*
+ * The catalog goes to every output when it changes; ZeroMQ also gets it for each new subscriber
+ * and once a second (the ring and the recording keep theirs).
+ */
+static void publish_catalog(const struct settings *s, bool zmq_only)
 {
 	size_t len;
 	const char *json = xt_catalog_json(s->window_ns, &len);
 
+	if (s->zmq_endpoint)
+		xt_zmq_publish(XT_ZMQ_TOPIC_CATALOG, json, len);
+	if (zmq_only)
+		return;
 	if (s->shm_name)
 		xt_ring_set_catalog(json, len);
-	if (s->zmq_endpoint && to_zmq)
-		xt_zmq_publish(XT_ZMQ_TOPIC_CATALOG, json, len);
 	if (s->record_path)
 		xt_rec_write(XT_REC_CATALOG, json, len);
 }
@@ -425,7 +430,7 @@ static int run(struct settings *s)
 		return 1;
 	}
 	catalog_gen = xt_catalog_generation();
-	publish_catalog(s, true);
+	publish_catalog(s, false);
 	start = last_catalog = xt_now_ns();
 	next = start + s->window_ns;
 	if (s->duration_s)
@@ -442,16 +447,17 @@ static int run(struct settings *s)
 				families[i]->collect(end - start);
 		t0 = xt_now_ns();
 		xt_emit(id_collect, (t0 - end) / 1e3);
-		/* A window that closes more than one window late is one longer window, not a loss.
-		 */
+		/* A window that closes more than a window late is a longer window, not a loss. */
 		next += s->window_ns;
 		xt_emit(id_late, next < t0);
 		if (next < t0)
 			next = t0 + s->window_ns;
-		if (xt_catalog_generation() != catalog_gen ||
-		    (s->zmq_endpoint &&
-		     (xt_zmq_new_subscriber() || end - last_catalog > 1000000000ull))) {
+		if (xt_catalog_generation() != catalog_gen) {
 			catalog_gen = xt_catalog_generation();
+			last_catalog = end;
+			publish_catalog(s, false);
+		} else if (s->zmq_endpoint &&
+			   (xt_zmq_new_subscriber() || end - last_catalog > 1000000000ull)) {
 			last_catalog = end;
 			publish_catalog(s, true);
 		}
