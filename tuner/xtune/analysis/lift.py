@@ -37,7 +37,7 @@ class Unsupported(Exception):
 class Lifted:
     target: str  # register | memory | flags
     location: str
-    form: str  # affine | log2
+    form: str  # see scope.FORMS
     a: int
     b: int
     width: int
@@ -48,7 +48,7 @@ class Lifted:
 
     @property
     def text(self) -> str:
-        v = "V" if self.form == "affine" else "log2(V)"
+        v = {"affine": "V", "log2": "log2(V)"}.get(self.form, f"V/{self.form[3:]}")
         return f"{self.location} <- {self.a}*{v} + {self.b}"
 
 
@@ -61,6 +61,8 @@ def fit(values: list[int], ivs: list[int], width: int = 8) -> tuple[str, int, in
     forms: list[tuple[str, list[int]]] = [("affine", values)]
     if all(v > 0 and v & (v - 1) == 0 for v in values):
         forms.append(("log2", [v.bit_length() - 1 for v in values]))
+    if all(v > 0 for v in values):
+        forms += [(f"div{1 << k}", [v >> k for v in values]) for k in (1, 2, 3)]
     for form, xs in forms:
         if xs[1] == xs[0]:
             continue
@@ -71,7 +73,9 @@ def fit(values: list[int], ivs: list[int], width: int = 8) -> tuple[str, int, in
         b = ivs[0] - a * xs[0]
         if all((a * xv + b - iv) & mask == 0 for xv, iv in zip(xs, ivs, strict=True)):
             return form, a, b
-    raise Unsupported(f"operand values {ivs} for V = {values} fit neither a*V + b nor a*log2(V) + b")
+    raise Unsupported(
+        f"operand values {ivs} for V = {values} fit no a*f(V) + b (f: V, log2 V, V/2, V/4, V/8)"
+    )
 
 
 def lift(ins: Insn, seed: Seed, values: list[int]) -> Lifted:

@@ -19,7 +19,9 @@ from typing import Any
 SCOPE_VERSION = 1
 
 TARGET_KINDS = ("register", "memory", "flags")
-FORMS = ("affine", "log2")  # IV = a*V + b, or IV = a*log2(V) + b (V a power of two)
+# IV = a*f(V) + b with f(V) = V (affine), log2(V) (V a power of two), or V/2, V/4, V/8 (C integer
+# division of a positive V, as in `N / 2` in the source).
+FORMS = ("affine", "log2", "div2", "div4", "div8")
 UPDATE_KINDS = ("single_write", "inverse", "dual_location")
 PATCH_KINDS = ("jump", "int3")
 RELOC_KINDS = ("knob_abs64", "rel32", "rip32")
@@ -47,7 +49,7 @@ class BinaryId:
 
 @dataclass
 class StateExpr:
-    """How the constant reaches the state: IV = a*V + b (form affine) or a*log2(V) + b (form log2)."""
+    """How the constant reaches the state: IV = a*f(V) + b, f given by `form` (see FORMS)."""
 
     target: str  # register | memory | flags
     location: str  # e.g. "eax", "dword ptr [rbp - 0x14]", "eflags"
@@ -130,6 +132,8 @@ class PerfConst:
 
     def check_value(self, value: int) -> None:
         """Raise ScopeError when the scope table's expressions are not known to hold for `value`."""
+        if value <= 0 and any(s.state.form.startswith("div") for s in self.spans):
+            raise ScopeError(f"{self.name}: {value}: the analysis divides V, which must be positive")
         if self.constraint == "power of two" and (value <= 0 or value & (value - 1)):
             raise ScopeError(
                 f"{self.name}: {value} is not a power of two (the compiler made V a shift or mask)"

@@ -53,6 +53,8 @@ def iv_code(lifted: Lifted) -> list[str]:
     out: list[str] = []
     if lifted.form == "log2":
         out.append(f"bsr {s}, {s}")
+    elif lifted.form.startswith("div"):
+        out.append(f"shr {s}, {int(lifted.form[3:]).bit_length() - 1}")
     if a in (1, 2, 4, 8) and fits(b):
         if a != 1 or b:
             out.append(f"lea {s}, [{s}*{a} + {b}]")
