@@ -55,3 +55,8 @@ park_in_shrinker() { # a drop_caches thread waits inside do_shrink_slab until un
 	dmesg -c > /dev/null
 }
 unpark() { echo release > $TESTLOAD/shrinker; wait $PARKED; }
+require_consts() { # end the test (as a failure) unless every named perf-const is in the spans file
+	for c in "$@"; do
+		[ -n "$(const_id "$c")" ] || { fail "setup_$c" "$c is not in /xsie/spans.txt"; exit 0; }
+	done
+}

@@ -11,6 +11,9 @@
  *              restarts at most MAX_SOFTIRQ_RESTART times before deferring to ksoftirqd, so
  *              reading gives "runs_before_deferral=<runs in the first softirq pass>" (the one
  *              local_bh_enable() runs in the writer's context).
+ *   limit      writing N stores whether N > XSIE_TESTLOAD_LIMIT, a constant that gcc turns into
+ *              `cmp $LIMIT, reg` feeding a branch: the case of xsie's cmp update. Reading gives
+ *              "over=<0|1>". The Makefile also builds this file with other limits for analysis.
  */
 #define pr_fmt(fmt) "xsie_testload: " fmt
 
@@ -20,6 +23,10 @@
 #include <linux/module.h>
 #include <linux/shrinker.h>
 #include <linux/wait.h>
+
+#ifndef XSIE_TESTLOAD_LIMIT
+#define XSIE_TESTLOAD_LIMIT 100
+#endif
 
 static struct dentry *testload_dir;
 
@@ -146,6 +153,37 @@ static const struct file_operations softirq_fops = {
 	.read = softirq_read,
 };
 
+static int limit_over;
+
+/* Out of line, so that the compare stays in a function of its own (the span's safe span). */
+static noinline int testload_over(int n)
+{
+	return n > XSIE_TESTLOAD_LIMIT ? 1 : -1;
+}
+
+static ssize_t limit_write(struct file *f, const char __user *ubuf, size_t len, loff_t *ppos)
+{
+	int n, ret = kstrtoint_from_user(ubuf, len, 0, &n);
+
+	if (ret)
+		return ret;
+	limit_over = testload_over(n) > 0;
+	return len;
+}
+
+static ssize_t limit_read(struct file *f, char __user *ubuf, size_t len, loff_t *ppos)
+{
+	char buf[16];
+	int n = scnprintf(buf, sizeof(buf), "over=%d\n", limit_over);
+
+	return simple_read_from_buffer(ubuf, len, ppos, buf, n);
+}
+
+static const struct file_operations limit_fops = {
+	.write = limit_write,
+	.read = limit_read,
+};
+
 static int __init testload_init(void)
 {
 	int ret = register_shrinker(&testload_shrinker, "xsie-testload");
@@ -155,6 +193,7 @@ static int __init testload_init(void)
 	testload_dir = debugfs_create_dir("xsie_testload", NULL);
 	debugfs_create_file("shrinker", 0600, testload_dir, NULL, &shrinker_fops);
 	debugfs_create_file("softirq", 0600, testload_dir, NULL, &softirq_fops);
+	debugfs_create_file("limit", 0600, testload_dir, NULL, &limit_fops);
 	return 0;
 }
 

@@ -24,10 +24,12 @@ KMOD = paths.ROOT / "kmod"
 CONSTS = ["BLK_MAX_REQUEST_COUNT", "MAX_SOFTIRQ_RESTART", "SHRINK_BATCH"]
 # BLK values: 2*V must stay below 128 or gcc switches to a 16-bit add (a different code shape).
 VALUES = {"BLK_MAX_REQUEST_COUNT": [32, 8, 48]}
+TESTLOAD_LIMITS = [100, 60, 150]
 GUEST_CHECKS = [
     "blk_baseline", "blk_load", "blk_arm", "blk_v8", "blk_v128", "blk_applied", "blk_jump_optimized",
     "blk_disarmed",
     "blk_text_restored",
+    "cmp_baseline", "cmp_load", "cmp_v10", "cmp_v200", "cmp_int3", "cmp_disarmed",
     "softirq_baseline", "softirq_load", "softirq_v3", "softirq_v25", "softirq_disarmed",
     "shrink_baseline", "shrink_load", "shrink_v32", "shrink_v512", "shrink_disarmed",
     "per_thread_complete", "per_thread_effect", "global_idle_complete", "global_waits",
@@ -50,12 +52,28 @@ def kernel_env_file() -> Path:
     return Path(run.stdout.strip())
 
 
+def build_kmod() -> None:
+    make = subprocess.run(
+        ["make", "-s", "-C", str(KMOD), f"TOP={paths.ROOT}", f"BUILD={paths.BUILD}"],
+        capture_output=True,
+        text=True,
+    )
+    assert make.returncode == 0, f"building xsie.ko failed:\n{make.stdout[-2000:]}{make.stderr[-2000:]}"
+
+
 @pytest.fixture(scope="session")
 def analysis(tmp_path_factory: pytest.TempPathFactory) -> tuple[kernel.KernelAnalysis, Path]:
     out = tmp_path_factory.mktemp("kernel-analysis")
     result = kernel.analyze(CONSTS, VALUES)
+    build_kmod()
+    # The test module's branch-only constant, from its own three builds (kmod/Makefile).
+    objects = [paths.BUILD / "kmod" / "testload-limit" / str(v) / "xsie_testload.o" for v in TESTLOAD_LIMITS]
+    limit = kernel.analyze_objects(
+        "XSIE_TESTLOAD_LIMIT", objects, TESTLOAD_LIMITS, "kmod/testload/xsie_testload.c"
+    )
     spans = out / "spans.txt"
-    spans.write_text("\n".join(kernel.xsie_lines(result)) + "\n")
+    lines = kernel.xsie_lines(result) + kernel.xsie_lines(limit, len(CONSTS))
+    spans.write_text("\n".join(lines) + "\n")
     (out / "scope.json").write_text(result.table.to_json())
     return result, spans
 
@@ -65,12 +83,7 @@ def guest(analysis: tuple[kernel.KernelAnalysis, Path], tmp_path_factory: pytest
     if not shutil.which("qemu-system-x86_64"):
         pytest.skip("qemu-system-x86_64 is missing (Debian package qemu-system-x86)")
     env = kernel_env_file()
-    make = subprocess.run(
-        ["make", "-s", "-C", str(KMOD), f"TOP={paths.ROOT}", f"BUILD={paths.BUILD}"],
-        capture_output=True,
-        text=True,
-    )
-    assert make.returncode == 0, f"building xsie.ko failed:\n{make.stdout[-2000:]}{make.stderr[-2000:]}"
+    build_kmod()
     out = tmp_path_factory.mktemp("guest")
     initrd, console = out / "initrd.gz", out / "console.log"
     build_env = dict(os.environ, BUILD=str(paths.BUILD))

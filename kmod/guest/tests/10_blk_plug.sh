@@ -1,6 +1,7 @@
 # BLK_MAX_REQUEST_COUNT: with SIE set to 8 and 128 the plug flushes at 8 and 128 requests
 # (block_unplug nr_rq), as a kernel rebuilt with those values would; back to 32 after disarm.
 . /xsie/lib.sh
+require_consts BLK_MAX_REQUEST_COUNT
 ID=$(const_id BLK_MAX_REQUEST_COUNT)
 ensure_xsie
 nullb_setup || { fail blk_setup "null_blk did not load"; exit 0; }

@@ -3,6 +3,7 @@
 # 15 bursts is taken (a timer tick ends a pass early, an interrupt's own pass adds runs, in a
 # rebuilt kernel as well).
 . /xsie/lib.sh
+require_consts MAX_SOFTIRQ_RESTART
 ID=$(const_id MAX_SOFTIRQ_RESTART)
 ensure_xsie
 testload_setup

@@ -2,6 +2,7 @@
 # thread is inside a safe span: one stop_machine count, then self-converging refcounts), and
 # unloading the module while a global transition waits.
 . /xsie/lib.sh
+require_consts BLK_MAX_REQUEST_COUNT SHRINK_BATCH MAX_SOFTIRQ_RESTART
 BLK=$(const_id BLK_MAX_REQUEST_COUNT)
 SHR=$(const_id SHRINK_BATCH)
 SIRQ=$(const_id MAX_SOFTIRQ_RESTART)

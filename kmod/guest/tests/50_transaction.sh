@@ -2,6 +2,7 @@
 # transition back (parked in SHRINK_BATCH's safe span), BLK_MAX_REQUEST_COUNT keeps its old value
 # too; once it leaves, both change. Disarming one disarms both; an aborted transaction arms nothing.
 . /xsie/lib.sh
+require_consts BLK_MAX_REQUEST_COUNT SHRINK_BATCH MAX_SOFTIRQ_RESTART
 BLK=$(const_id BLK_MAX_REQUEST_COUNT)
 SHR=$(const_id SHRINK_BATCH)
 ensure_xsie

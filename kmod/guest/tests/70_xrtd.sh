@@ -1,6 +1,7 @@
 # xrtd's sie-kernel backend: a knob on SHRINK_BATCH. `set` journals, writes the value page and
 # arms (global transition); `unregister` restores the compiled value and disarms.
 . /xsie/lib.sh
+require_consts SHRINK_BATCH
 SHR=$(const_id SHRINK_BATCH)
 SOCK=/tmp/xrtd.sock
 ensure_xsie

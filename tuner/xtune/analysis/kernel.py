@@ -91,25 +91,46 @@ def _analyze_values(
     functions: list[KernelFunction] = []
     for u in [unit] if unit else units_using(env.source, define):
         codes = [ElfCode(build_unit(env, define, u, v, fresh)) for v in vals]
-        for d in diff_functions(codes):
-            if d.shape_error:
-                const.refusals.append(
-                    Refusal(d.name, "code shape depends on the constant", f"{u}: {d.shape_error}")
-                )
-                continue
-            fn = codes[0].functions[d.name]
-            kf = kernel_function(d, fn, vals)
-            const.refusals += [Refusal(d.name, r, u) for r in kf.refusals]
-            if kf.spans and matches(image, fn) != 1:
-                const.refusals.append(
-                    Refusal(d.name, "the unit's code is not found once in the distro vmlinux", u)
-                )
-                continue
-            functions.append(kf)
-            const.spans += [_scope_span(kf, fn.vaddr, fn.section, fn.data, s) for s in kf.spans]
+        functions += _functions(codes, vals, const, u, image)
     if not const.spans and not const.refusals:
         const.refusals.append(Refusal("", "no function's code depends on the constant"))
     return const, functions
+
+
+def analyze_objects(name: str, objects: list[Path], values: list[int], source: str) -> KernelAnalysis:
+    """The same analysis for objects built elsewhere, e.g. a module built with -DNAME=value: its
+    code is checked in the guest (kallsyms + live bytes) rather than against the distro vmlinux."""
+    t0 = time.monotonic()
+    const = PerfConst(name, SourceLocation(source, 0, name), list(values), [], [])
+    functions = _functions([ElfCode(p) for p in objects], list(values), const, str(objects[0]), None)
+    first = ElfCode(objects[0])
+    binary = BinaryId(str(first.path), first.build_id, first.sha256, first.elf_type, 0)
+    table = ScopeTable(binary, [const], analysis_seconds=round(time.monotonic() - t0, 2))
+    return KernelAnalysis(table, {name: functions}, {name: table.analysis_seconds})
+
+
+def _functions(
+    codes: list[ElfCode], vals: list[int], const: PerfConst, unit: str, image: bytes | None
+) -> list[KernelFunction]:
+    """Kernel spans of every function the builds differ in; refusals go into `const`."""
+    functions = []
+    for d in diff_functions(codes):
+        if d.shape_error:
+            const.refusals.append(
+                Refusal(d.name, "code shape depends on the constant", f"{unit}: {d.shape_error}")
+            )
+            continue
+        fn = codes[0].functions[d.name]
+        kf = kernel_function(d, fn, vals)
+        const.refusals += [Refusal(d.name, r, unit) for r in kf.refusals]
+        if kf.spans and image is not None and matches(image, fn) != 1:
+            const.refusals.append(
+                Refusal(d.name, "the unit's code is not found once in the distro vmlinux", unit)
+            )
+            continue
+        functions.append(kf)
+        const.spans += [_scope_span(kf, fn.vaddr, fn.section, fn.data, s) for s in kf.spans]
+    return functions
 
 
 def _scope_span(kf: KernelFunction, vaddr: int, section: str, data: bytes, s) -> Span:  # type: ignore[no-untyped-def]
@@ -152,10 +173,10 @@ def analyze(names: list[str], values: dict[str, list[int]], fresh: bool = False)
     return KernelAnalysis(table, functions, seconds)
 
 
-def xsie_lines(result: KernelAnalysis) -> list[str]:
-    """The spans file for `xsiectl load`: const ids in the order of the table."""
+def xsie_lines(result: KernelAnalysis, first_id: int = 0) -> list[str]:
+    """The spans file for `xsiectl load`: const ids in the order of the table, from `first_id`."""
     lines = []
-    for cid, const in enumerate(result.table.consts):
+    for cid, const in enumerate(result.table.consts, first_id):
         lines.append(f"const {cid} {const.name}")
         v0 = const.values[0]
         for kf in result.functions[const.name]:
