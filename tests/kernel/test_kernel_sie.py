@@ -156,3 +156,26 @@ def test_unknown_perf_const_is_refused() -> None:
     env = kernel_build.KernelEnv.fetch()
     with pytest.raises(kernel_build.KernelBuildError, match="NO_SUCH_CONST_XSIE"):
         kernel_build.find_define(env.source, "NO_SUCH_CONST_XSIE")
+
+
+def test_analyze_kernel_command(tmp_path: Path, analysis: tuple[kernel.KernelAnalysis, Path]) -> None:
+    """`xtune analyze --kernel` writes the scope table and spans file (units cached by the fixture)."""
+    scope, spans = tmp_path / "scope.json", tmp_path / "spans.txt"
+    run = subprocess.run(
+        [str(paths.ROOT / ".venv/bin/xtune"), "analyze", "--kernel", "SHRINK_BATCH", "-o", str(scope)]
+        + ["--xsie", str(spans)],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    table = ScopeTable.from_json(scope.read_text())
+    assert [s.function for s in table.const("SHRINK_BATCH").spans] == ["do_shrink_slab"]
+    assert "set do_shrink_slab" in spans.read_text()
+    bad = subprocess.run(
+        [str(paths.ROOT / ".venv/bin/xtune"), "analyze", "--kernel", "NO_SUCH_CONST_XSIE"]
+        + ["-o", str(tmp_path / "bad.json")],
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode == 2 and "NO_SUCH_CONST_XSIE" in bad.stderr
+    assert not (tmp_path / "bad.json").exists()

@@ -17,10 +17,9 @@ def version() -> None:
 
 
 # Registration: one line per concern module (keep sorted).
-app.add_typer(__import__("xtune.analysis.kernel", fromlist=["app"]).app)  # analyze-kernel
 app.add_typer(__import__("xtune.knobs_cli", fromlist=["app"]).app)  # knobs: register, set, rollback
 app.add_typer(__import__("xtune.observe_cli", fromlist=["app"]).app)  # observe, record, replay
-app.add_typer(__import__("xtune.sie_cli", fromlist=["app"]).app)
+app.add_typer(__import__("xtune.sie_cli", fromlist=["app"]).app)  # analyze [--kernel], sie
 app.add_typer(__import__("xtune.tune_cli", fromlist=["app"]).app)  # run, trials, report, train, demo
 
 

@@ -23,13 +23,33 @@ Timeout = Annotated[int, typer.Option("--timeout-ms", help="give up if threads s
 
 @app.command("analyze")
 def analyze(
-    spec: Annotated[Path, typer.Argument(help="tunable spec (TOML)")],
+    target: Annotated[list[str], typer.Argument(help="tunable spec (TOML); with --kernel, perf-const names")],
     output: Annotated[Path, typer.Option("-o", "--output", help="scope table to write (JSON)")],
+    kernel: Annotated[
+        bool, typer.Option("--kernel", help="kernel perf-consts, from Debian's current kernel source")
+    ] = False,
+    xsie: Annotated[
+        Path | None, typer.Option("--xsie", help="with --kernel: also write the spans file for xsiectl")
+    ] = None,
+    values: Annotated[
+        list[str] | None,
+        typer.Option("--values", help="with --kernel: NAME=V0,V1,V2 (default: original and two others)"),
+    ] = None,
+    fresh: Annotated[bool, typer.Option("--fresh", help="with --kernel: rebuild cached units")] = False,
 ) -> None:
     """Build with each value, diff, lift, and write the scope table; print spans and refusals."""
+    if kernel:
+        from xtune.analysis.kernel import analyze_command
+
+        analyze_command(target, output, xsie, values, fresh)
+        return
     from xtune.analysis.builder import analyze as run
     from xtune.analysis.spec import load_spec
 
+    if len(target) != 1:
+        typer.echo(f"error: expected one spec file, got {len(target)}: {' '.join(target)}", err=True)
+        raise typer.Exit(2)
+    spec = Path(target[0])
     try:
         table = run(load_spec(spec))
     except (SpecError, BuildError) as e:

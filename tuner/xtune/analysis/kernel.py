@@ -1,4 +1,4 @@
-"""`xtune analyze-kernel`: the scope table of kernel perf-consts, from Debian's own kernel source.
+"""`xtune analyze --kernel`: the scope table of kernel perf-consts, from Debian's own kernel source.
 
 Per perf-const: find its `#define`, compile each translation unit that uses it with the original
 value and two others (Debian's config, gcc-12: the distro's bytes, relocations aside), diff the
@@ -14,7 +14,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
 
 import typer
 
@@ -41,8 +40,6 @@ from xtune.analysis.scope import (
     StateExpr,
     Update,
 )
-
-app = typer.Typer()
 
 
 @dataclass
@@ -192,17 +189,8 @@ def xsie_lines(result: KernelAnalysis, first_id: int = 0) -> list[str]:
     return lines
 
 
-@app.command("analyze-kernel")
-def analyze_kernel_cmd(
-    const: Annotated[list[str], typer.Argument(help="perf-const names, e.g. BLK_MAX_REQUEST_COUNT")],
-    output: Annotated[Path, typer.Option("-o", "--output", help="scope table to write (JSON)")],
-    xsie: Annotated[
-        Path | None, typer.Option("--xsie", help="also write the spans file for `xsiectl load`")
-    ] = None,
-    value: Annotated[
-        list[str] | None, typer.Option("--values", help="NAME=V0,V1,V2 (default: original and two others)")
-    ] = None,
-    fresh: Annotated[bool, typer.Option("--fresh", help="rebuild the units even if cached")] = False,
+def analyze_command(
+    const: list[str], output: Path, xsie: Path | None, value: list[str] | None, fresh: bool
 ) -> None:
     """Analyze kernel perf-consts against Debian's current kernel (per translation unit)."""
     vals = {}
