@@ -34,9 +34,9 @@ import os
 import struct
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from enum import IntEnum
-from typing import Any
+from typing import Any, Self
 
 from xtune.signals import Catalog, Frame, decode_frame
 
@@ -77,8 +77,23 @@ class Record:
         return json.loads(self.payload)
 
 
+class _JsonRecord:
+    """A record stored as one JSON object: its fields, with the `extra` ones merged in."""
+
+    def to_json(self) -> bytes:
+        doc = asdict(self)  # type: ignore[call-overload]
+        doc.update(doc.pop("extra"))
+        return json.dumps(doc).encode()
+
+    @classmethod
+    def from_json(cls, payload: bytes) -> Self:
+        doc = json.loads(payload)
+        known = {f.name: doc.pop(f.name) for f in fields(cls) if f.name != "extra" and f.name in doc}  # type: ignore[arg-type]
+        return cls(**known, extra=doc)
+
+
 @dataclass
-class KnobChange:
+class KnobChange(_JsonRecord):
     """A knob moved: written by the tuner (or xrtd's client) when it changes a value."""
 
     knob: str
@@ -88,20 +103,9 @@ class KnobChange:
     reason: str
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def to_json(self) -> bytes:
-        doc = asdict(self)
-        doc.update(doc.pop("extra"))
-        return json.dumps(doc).encode()
-
-    @classmethod
-    def from_json(cls, payload: bytes) -> KnobChange:
-        doc = json.loads(payload)
-        known = {k: doc.pop(k) for k in ("knob", "backend", "old", "new", "reason")}
-        return cls(**known, extra=doc)
-
 
 @dataclass
-class Decision:
+class Decision(_JsonRecord):
     """What a policy chose and why (values by knob name; objective and trial if known)."""
 
     policy: str
@@ -110,17 +114,6 @@ class Decision:
     objective: float | None = None
     trial: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
-
-    def to_json(self) -> bytes:
-        doc = asdict(self)
-        doc.update(doc.pop("extra"))
-        return json.dumps(doc).encode()
-
-    @classmethod
-    def from_json(cls, payload: bytes) -> Decision:
-        doc = json.loads(payload)
-        known = {k: doc.pop(k) for k in ("policy", "values", "reason", "objective", "trial") if k in doc}
-        return cls(**known, extra=doc)
 
 
 def _read_header(path: str, data: bytes) -> RecordingHeader:
