@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+
+import pytest
 from conftest import HERE
 from xtune.config import load
 from xtune.policies import Outcome, make_policy
@@ -46,3 +49,11 @@ def test_warm_start_attaches_stored_trials() -> None:
         policy.complete(index, params, Outcome(20000.0, 5.0, {0: (181.0, 1.0)}, True))
     finally:
         policy.close()
+
+
+def test_log_objective_uses_the_delta_method() -> None:
+    from xtune.policies.bo import _raw
+
+    raw = _raw(Outcome(1000.0, 50.0, {0: (180.0, 2.0)}, True), log=True)
+    assert raw["objective"] == pytest.approx((math.log(1000.0), 0.05))
+    assert raw["slo0"] == (180.0, 2.0)  # constraints stay on their own scale

@@ -118,6 +118,8 @@ class Policy(Strict):
     profile: dict[str, int | str] | None = None
     recording: str | None = None
     grid_points: int = Field(default=5, ge=2, le=100)
+    # `log`: BO models log(objective) (objectives spanning orders of magnitude, e.g. latencies).
+    objective_scale: Literal["linear", "log"] = "linear"
 
     @model_validator(mode="after")
     def _needs(self) -> Policy:

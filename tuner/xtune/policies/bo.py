@@ -2,8 +2,9 @@
 
 Knobs become Ax parameters (float ranges, log scale where the file says so, rounded to the knob's
 step when applied: Ax's integer parameters blow up on ranges of millions; enums become choices),
-the objective is the metric `objective`, each SLO line `i` is the metric `slo<i>` with an outcome
-constraint at the bound resolved against the measured baseline. Trials the guard stopped are
+the objective is the metric `objective` (its logarithm with `objective_scale: log`), each SLO
+line `i` is the metric `slo<i>` with an outcome constraint at the bound resolved against the
+measured baseline. Trials the guard stopped are
 completed with what was measured, which violates the constraint, so the model learns the region
 is infeasible. Stored trials of an experiment with the same name warm-start the model.
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import subprocess
 import sys
 import time
@@ -49,8 +51,14 @@ def _spec(slo: SloFile, bounds: dict[int, float]) -> dict[str, Any]:
     }
 
 
-def _raw(outcome: Outcome) -> dict[str, tuple[float, float]]:
-    raw = {"objective": (outcome.objective, outcome.objective_sem)}
+def _raw(outcome: Outcome, log: bool = False) -> dict[str, tuple[float, float]]:
+    objective = (outcome.objective, outcome.objective_sem)
+    if log:  # delta method: sd(log X) ~ sd(X) / X
+        objective = (
+            math.log(max(outcome.objective, 1e-12)),
+            outcome.objective_sem / max(outcome.objective, 1e-12),
+        )
+    raw = {"objective": objective}
     raw.update({f"slo{i}": v for i, v in outcome.slo.items()})
     return raw
 
@@ -115,6 +123,7 @@ class BoPolicy(TrialPolicy):
         self.budget = slo.policy.budget
         self.patience = slo.policy.patience
         self.sign = slo.objective.sign
+        self.log = slo.policy.objective_scale == "log"
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "xtune.policies.bo"],
             stdin=subprocess.PIPE,
@@ -132,7 +141,8 @@ class BoPolicy(TrialPolicy):
             if any(k.range and not k.range[0] <= t.params[n] <= k.range[1] for n, k in knobs.items()):
                 continue
             slo_raw = {int(i): tuple(v) for i, v in t.metrics.get("slo", {}).items()}
-            raw = _raw(Outcome(t.objective, t.objective_sem or 0.0, slo_raw, t.status == "completed"))  # type: ignore[arg-type]
+            outcome = Outcome(t.objective, t.objective_sem or 0.0, slo_raw, t.status == "completed")
+            raw = _raw(outcome, self.log)  # type: ignore[arg-type]
             values = {n: float(v) if knobs[n].range else v for n, v in t.params.items()}
             self._call(("attach", (values, raw)))
             self.warm_started += 1
@@ -166,7 +176,7 @@ class BoPolicy(TrialPolicy):
         return index, {n: self.knobs[n].clamp(v) if self.knobs[n].range else v for n, v in values.items()}
 
     def complete(self, index: int, params: dict[str, Any], outcome: Outcome) -> None:
-        self._call(("complete", (index, _raw(outcome))))
+        self._call(("complete", (index, _raw(outcome, self.log))))
         score = self.sign * outcome.objective
         if outcome.feasible and (self._best is None or score > self._best):
             self._best = score
