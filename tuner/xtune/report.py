@@ -42,6 +42,9 @@ def write_report(store: Store, experiment_id: int, out_dir: str | Path) -> Path:
     ax.plot([t.index for t in bad], [t.objective for t in bad], "rx", label="infeasible (guard)")
     if exp.baseline:
         ax.axhline(exp.baseline["objective"], color="gray", ls="--", label="baseline")
+    values = [t.objective for t in trials if t.objective is not None]
+    if values and min(values) > 0 and max(values) > 10 * min(values):
+        ax.set_yscale("log")
     ax.set_xlabel("trial")
     ax.set_ylabel(f"{expression} ({goal})")
     ax.legend()
