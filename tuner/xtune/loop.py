@@ -12,6 +12,7 @@ Two paths:
 
 from __future__ import annotations
 
+import contextlib
 import math
 import queue
 import statistics
@@ -501,15 +502,19 @@ class Runner:
         return max(ok, key=lambda t: sign * t.summary.objective).params
 
     def close(self, restore: bool | None = None) -> None:
-        """Stop everything; keep or restore the knob values (default: as the file says)."""
-        if self.pump.is_alive():
-            self.pump.stop()
-        if self.workload is not None:
-            self.workload.close()
-        if self.recorder is not None:
-            self.recorder.close()
+        """Stop everything; keep or restore the knob values (default: as the file says).
+
+        Every step runs even when an earlier one fails (the first error is raised at the end).
+        """
         keep = self.slo.guard.on_exit == "keep" if restore is None else not restore
-        self.actuator.close(restore=not keep)
+        with contextlib.ExitStack() as steps:  # callbacks run last-registered first
+            steps.callback(self.actuator.close, restore=not keep)
+            if self.recorder is not None:
+                steps.callback(self.recorder.close)
+            if self.workload is not None:
+                steps.callback(self.workload.close)
+            if self.pump.is_alive():
+                steps.callback(self.pump.stop)
 
 
 def _finite(x: float | None) -> float | None:
