@@ -7,6 +7,7 @@ collects the XSIE-RESULT lines of the serial console. Each guest check is one te
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -15,10 +16,10 @@ from pathlib import Path
 
 import pytest
 from xtune import paths
-from xtune.analysis import kernel, kernel_build, kernel_verify
+from xtune.analysis import attach, kernel, kernel_build, kernel_verify
 from xtune.analysis.differ import diff_functions
 from xtune.analysis.elfcode import ElfCode
-from xtune.analysis.scope import ScopeTable
+from xtune.analysis.scope import ScopeError, ScopeTable, Update
 
 KMOD = paths.ROOT / "kmod"
 CONSTS = ["BLK_MAX_REQUEST_COUNT", "MAX_SOFTIRQ_RESTART", "SHRINK_BATCH"]
@@ -61,16 +62,20 @@ def build_kmod() -> None:
     assert make.returncode == 0, f"building xsie.ko failed:\n{make.stdout[-2000:]}{make.stderr[-2000:]}"
 
 
+def analyze_testload_limit() -> kernel.KernelAnalysis:
+    """The test module's branch-only constant, from its own three builds (kmod/Makefile)."""
+    objects = [paths.BUILD / "kmod" / "testload-limit" / str(v) / "xsie_testload.o" for v in TESTLOAD_LIMITS]
+    return kernel.analyze_objects(
+        "XSIE_TESTLOAD_LIMIT", objects, TESTLOAD_LIMITS, "kmod/testload/xsie_testload.c"
+    )
+
+
 @pytest.fixture(scope="session")
 def analysis(tmp_path_factory: pytest.TempPathFactory) -> tuple[kernel.KernelAnalysis, Path]:
     out = tmp_path_factory.mktemp("kernel-analysis")
     result = kernel.analyze(CONSTS, VALUES)
     build_kmod()
-    # The test module's branch-only constant, from its own three builds (kmod/Makefile).
-    objects = [paths.BUILD / "kmod" / "testload-limit" / str(v) / "xsie_testload.o" for v in TESTLOAD_LIMITS]
-    limit = kernel.analyze_objects(
-        "XSIE_TESTLOAD_LIMIT", objects, TESTLOAD_LIMITS, "kmod/testload/xsie_testload.c"
-    )
+    limit = analyze_testload_limit()
     spans = out / "spans.txt"
     lines = kernel.xsie_lines(result) + kernel.xsie_lines(limit, len(CONSTS))
     spans.write_text("\n".join(lines) + "\n")
@@ -129,11 +134,63 @@ def test_analysis_spans(analysis: tuple[kernel.KernelAnalysis, Path]) -> None:
     blk = table.const("BLK_MAX_REQUEST_COUNT")
     plug = [s for s in blk.spans if s.function == "blk_add_rq_to_plug"]
     assert len(plug) == 1 and "83e0e083c040" in plug[0].expected  # and $-32, %eax; add $64, %eax
-    assert plug[0].update.text == "xsie scale rax before +0x33"  # on the add: jump-optimizable
-    assert [s.function for s in table.const("MAX_SOFTIRQ_RESTART").spans] == ["handle_softirqs"]
+    # The probe sits on the add (jump-optimizable) and pre-compensates its immediate.
+    up = plug[0].update
+    assert (up.kind, up.register, up.probe, up.v0, up.pre_add) == ("scale", "rax", 0x33, 32, 64)
+    assert up.text == "xsie scale rax before +0x33"
+    assert plug[0].exits and all(0 <= e < plug[0].safe[0].end for e in plug[0].exits)
+    nr_ios = [s for s in blk.spans if s.function == "blk_start_plug_nr_ios"]
+    assert [(s.update.kind, s.update.register, s.update.v0) for s in nr_ios] == [
+        ("single_write", "rdx", None)
+    ]
+    softirq = table.const("MAX_SOFTIRQ_RESTART").spans
+    assert [(s.function, s.update.kind, s.update.register) for s in softirq] == [
+        ("handle_softirqs", "single_write", "r14")
+    ]
     assert [s.function for s in table.const("SHRINK_BATCH").spans] == ["do_shrink_slab"]
     assert all(not c.refusals for c in table.consts), [c.refusals for c in table.consts]
-    assert "span 2 set do_shrink_slab" in spans.read_text()
+    text = spans.read_text()
+    assert "span 2 set do_shrink_slab" in text
+    assert "span 0 scale blk_add_rq_to_plug 0x2e 19c083e0e083c0406639c2 0x33 ax 32 1 0 32 64\n" in text
+    assert "span 3 cmp testload_over " in text
+
+
+def test_cmp_update_fields(analysis: tuple[kernel.KernelAnalysis, Path]) -> None:
+    """The test module's `cmp $100, %edi`: a cmp update on edi, probed on the compare itself."""
+    table = ScopeTable.from_json(analyze_testload_limit().table.to_json())
+    [span] = table.const("XSIE_TESTLOAD_LIMIT").spans
+    up = span.update
+    assert (span.function, up.kind, up.register, up.probe, up.v0) == ("testload_over", "cmp", "rdi", 7, 100)
+    assert span.patch == "int3" and span.state.target == "flags"
+
+
+def test_bad_kernel_updates_are_refused(analysis: tuple[kernel.KernelAnalysis, Path]) -> None:
+    """Validation names the bad update field; the spans file refuses a user-space update and the
+    process engine refuses kernel spans."""
+    good = json.loads(analysis[0].table.to_json())
+    blk = next(i for i, c in enumerate(good["consts"]) if c["name"] == "BLK_MAX_REQUEST_COUNT")
+    scale = next(i for i, s in enumerate(good["consts"][blk]["spans"]) if s["update"]["kind"] == "scale")
+    where = rf"\$\.consts\[{blk}\]\.spans\[{scale}\]\.update"
+    cases = [
+        ({"v0": None}, where + ": a scale update needs register, probe and v0"),
+        ({"v0": 31}, where + r"\.v0: 31 is not the compiled value 32"),
+        ({"probe": 0}, where + r"\.probe: 0x0 is outside the span"),
+        ({"kind": "single_write", "v0": None}, where + r"\.pre_add: only a scale update has one"),
+        ({"kind": "rotate"}, where + r"\.kind: 'rotate' is not one of"),
+    ]
+    for edit, msg in cases:
+        data = json.loads(json.dumps(good))
+        data["consts"][blk]["spans"][scale]["update"].update(edit)
+        with pytest.raises(ScopeError, match=msg):
+            ScopeTable.from_dict(data)
+    with pytest.raises(ScopeError, match=r"\$\.version: 1 is not supported"):
+        ScopeTable.from_dict({**good, "version": 1})
+    user = ScopeTable.from_dict(good)
+    user.consts[blk].spans[scale].update = Update("inverse", "sub eax, ecx")
+    with pytest.raises(ScopeError, match=r"blk_add_rq_to_plug\+0x2e: not a kernel span"):
+        kernel.xsie_lines(kernel.KernelAnalysis(user, {}))
+    with pytest.raises(attach.SieError, match="kernel spans"):
+        attach.attach(os.getpid(), analysis[0].table, "scope.json", ["SHRINK_BATCH"])
 
 
 def test_blk_unit_builds_match_the_distro_kernel() -> None:

@@ -96,6 +96,10 @@ def test_bad_scope_tables(tmp_path):
         "expected": (_edit(good, "expected", "zz"), r"\$\.consts\[0\]\.spans\[0\]\.expected: not a hex"),
         "patch": (_edit(good, "patch", "nop"), r"\.patch: 'nop' is not one of"),
         "safe": (_edit(good, "safe", []), r"\.safe: a span needs at least one safe range"),
+        "update": (
+            _edit(good, "update", {**good["consts"][0]["spans"][0]["update"], "kind": "scale"}),
+            r"\.spans\[0\]\.update: a scale update needs register, probe and v0",
+        ),
     }
     for name, (data, msg) in cases.items():
         path = tmp_path / f"{name}.json"

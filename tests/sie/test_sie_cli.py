@@ -11,6 +11,7 @@ from pathlib import Path
 
 import oracle
 import targets
+from xtune.analysis.scope import SCOPE_VERSION
 
 XTUNE = str(Path(sys.executable).parent / "xtune")
 
@@ -60,7 +61,7 @@ def test_cli_two_consts_one_transaction(tmp_path, engine):
 def test_cli_bad_inputs(tmp_path, engine):
     env = {**os.environ, "XTUNE_SIE_STATE": str(tmp_path / "state")}
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"version": 1, "binary": {}, "consts": []}))
+    bad.write_text(json.dumps({"version": SCOPE_VERSION, "binary": {}, "consts": []}))
     r = xtune("sie", "attach", "--pid", "1", "--scope", str(bad), env=env, ok=False)
     assert r.returncode == 1 and "$.binary.path: missing" in r.stderr
     k = targets.analyzed("two_consts", [100, 50, 300], flags="-O2")

@@ -182,6 +182,8 @@ def attach(
         if not c.tunable:
             why = "; ".join(f"{r.function}: {r.reason}" for r in c.refusals) or "no spans"
             raise SieError(f"{c.name} is not tunable: {why}")
+        if any(s.update.probe is not None for s in c.spans):
+            raise SieError(f"{c.name}: kernel spans (kprobes for xsie.ko), not process trampolines")
     if not consts:
         raise SieError("no tunable perf-const in the scope table")
     d.mkdir(parents=True, exist_ok=True)

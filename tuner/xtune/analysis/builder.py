@@ -108,9 +108,12 @@ def analyze_binaries(
         const.refusals.append(Refusal("", "no function's code depends on the constant in these builds"))
     if any(s.state.form == "log2" for s in const.spans):
         const.constraint = "power of two"
-    first = codes[0]
-    binary = BinaryId(str(first.path), first.build_id, first.sha256, first.elf_type, first.load_vaddr)
-    return ScopeTable(binary, [const], analysis_seconds=round(time.monotonic() - t0, 3))
+    return ScopeTable(binary_id(codes[0]), [const], analysis_seconds=round(time.monotonic() - t0, 3))
+
+
+def binary_id(code: ElfCode) -> BinaryId:
+    """The identity of the binary a scope table describes (the build with the compiled value)."""
+    return BinaryId(str(code.path), code.build_id, code.sha256, code.elf_type, code.load_vaddr)
 
 
 def _function(d: FunctionDiff, code: ElfCode, values: list[int], const: PerfConst) -> None:

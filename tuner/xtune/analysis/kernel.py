@@ -17,6 +17,7 @@ from pathlib import Path
 
 import typer
 
+from xtune.analysis.builder import binary_id
 from xtune.analysis.differ import diff_functions
 from xtune.analysis.elfcode import ElfCode
 from xtune.analysis.kernel_build import (
@@ -27,13 +28,14 @@ from xtune.analysis.kernel_build import (
     find_define,
     units_using,
 )
-from xtune.analysis.kernel_spans import XSIE_REG, KernelFunction, kernel_function
+from xtune.analysis.kernel_spans import XSIE_REG, KernelFunction, KernelSpan, kernel_function
 from xtune.analysis.kernel_verify import matches, vmlinux
 from xtune.analysis.scope import (
     BinaryId,
     PerfConst,
     Refusal,
     SafeRange,
+    ScopeError,
     ScopeTable,
     SourceLocation,
     Span,
@@ -45,7 +47,6 @@ from xtune.analysis.scope import (
 @dataclass
 class KernelAnalysis:
     table: ScopeTable
-    functions: dict[str, list[KernelFunction]]  # per perf-const
     seconds: dict[str, float]  # analysis time per perf-const (builds included)
 
 
@@ -65,17 +66,17 @@ def candidate_values(orig: int) -> list[list[int]]:
 
 def analyze_const(
     env: KernelEnv, name: str, values: list[int] | None = None, unit: str = "", fresh: bool = False
-) -> tuple[PerfConst, list[KernelFunction]]:
+) -> PerfConst:
     define = find_define(env.source, name)
     if values and values[0] != define.value:
         values = [define.value, *[v for v in values if v != define.value]]
     if values and len(values) < 3:
         raise KernelBuildError(f"{name}: need the original and two other values, got {values}")
     image = vmlinux(env)
-    attempt: tuple[PerfConst, list[KernelFunction]] | None = None
+    attempt: PerfConst | None = None
     for vals in [values] if values else candidate_values(define.value):
         attempt = _analyze_values(env, define, vals, unit, image, fresh)
-        if not any(r.reason.startswith("code shape") for r in attempt[0].refusals):
+        if not any(r.reason.startswith("code shape") for r in attempt.refusals):
             break
     assert attempt is not None
     return attempt
@@ -83,15 +84,13 @@ def analyze_const(
 
 def _analyze_values(
     env: KernelEnv, define: Define, vals: list[int], unit: str, image: bytes, fresh: bool
-) -> tuple[PerfConst, list[KernelFunction]]:
+) -> PerfConst:
     const = PerfConst(define.name, SourceLocation(define.file, define.line, define.name), vals, [], [])
-    functions: list[KernelFunction] = []
     for u in [unit] if unit else units_using(env.source, define):
-        codes = [ElfCode(build_unit(env, define, u, v, fresh)) for v in vals]
-        functions += _functions(codes, vals, const, u, image)
+        _add_spans([ElfCode(build_unit(env, define, u, v, fresh)) for v in vals], const, u, image)
     if not const.spans and not const.refusals:
         const.refusals.append(Refusal("", "no function's code depends on the constant"))
-    return const, functions
+    return const
 
 
 def analyze_objects(name: str, objects: list[Path], values: list[int], source: str) -> KernelAnalysis:
@@ -99,18 +98,15 @@ def analyze_objects(name: str, objects: list[Path], values: list[int], source: s
     code is checked in the guest (kallsyms + live bytes) rather than against the distro vmlinux."""
     t0 = time.monotonic()
     const = PerfConst(name, SourceLocation(source, 0, name), list(values), [], [])
-    functions = _functions([ElfCode(p) for p in objects], list(values), const, str(objects[0]), None)
-    first = ElfCode(objects[0])
-    binary = BinaryId(str(first.path), first.build_id, first.sha256, first.elf_type, 0)
-    table = ScopeTable(binary, [const], analysis_seconds=round(time.monotonic() - t0, 2))
-    return KernelAnalysis(table, {name: functions}, {name: table.analysis_seconds})
+    codes = [ElfCode(p) for p in objects]
+    _add_spans(codes, const, str(objects[0]), None)
+    table = ScopeTable(binary_id(codes[0]), [const], analysis_seconds=round(time.monotonic() - t0, 2))
+    return KernelAnalysis(table, {name: table.analysis_seconds})
 
 
-def _functions(
-    codes: list[ElfCode], vals: list[int], const: PerfConst, unit: str, image: bytes | None
-) -> list[KernelFunction]:
-    """Kernel spans of every function the builds differ in; refusals go into `const`."""
-    functions = []
+def _add_spans(codes: list[ElfCode], const: PerfConst, unit: str, image: bytes | None) -> None:
+    """Kernel spans of every function the builds (of `const.values`) differ in, and refusals."""
+    vals = const.values
     for d in diff_functions(codes):
         if d.shape_error:
             const.refusals.append(
@@ -125,13 +121,11 @@ def _functions(
                 Refusal(d.name, "the unit's code is not found once in the distro vmlinux", unit)
             )
             continue
-        functions.append(kf)
-        const.spans += [_scope_span(kf, fn.vaddr, fn.section, fn.data, s) for s in kf.spans]
-    return functions
+        const.spans += [_scope_span(kf, fn.vaddr, fn.section, fn.data, s, vals[0]) for s in kf.spans]
 
 
-def _scope_span(kf: KernelFunction, vaddr: int, section: str, data: bytes, s) -> Span:  # type: ignore[no-untyped-def]
-    kind = {"set": "single_write", "cmp": "single_write", "scale": "inverse"}[s.update]
+def _scope_span(kf: KernelFunction, vaddr: int, section: str, data: bytes, s: KernelSpan, v0: int) -> Span:
+    kind = "single_write" if s.update == "set" else s.update
     return Span(
         function=kf.name,
         section=section,
@@ -142,51 +136,67 @@ def _scope_span(kf: KernelFunction, vaddr: int, section: str, data: bytes, s) ->
         state=StateExpr(
             "flags" if s.update == "cmp" else "register", s.reg, "affine", s.a, s.b, s.width // 8, s.text
         ),
-        update=Update(kind, f"xsie {s.update} {s.reg} before +{s.probe:#x}"),
+        update=Update(
+            kind,
+            f"xsie {s.update} {s.reg} before +{s.probe:#x}",
+            register=s.reg,
+            probe=s.probe,
+            v0=None if s.update == "set" else v0,
+            pre_add=s.pre_add,
+        ),
         patch="int3" if s.update == "cmp" else "jump",
         patch_reason="a post-handler restores the register after the compare" if s.update == "cmp" else "",
         trampoline="",
         relocs=[],
         safe=[SafeRange(0, kf.size)],
         safe_reason=f"whole function: entry and {len(kf.exits)} exits monitored",
+        exits=list(kf.exits),
     )
 
 
 def analyze(names: list[str], values: dict[str, list[int]], fresh: bool = False) -> KernelAnalysis:
     env = KernelEnv.fetch()
     t0 = time.monotonic()
-    consts, functions, seconds = [], {}, {}
+    consts, seconds = [], {}
     for name in names:
         t = time.monotonic()
-        const, fns = analyze_const(env, name, values.get(name), fresh=fresh)
-        consts.append(const)
-        functions[name] = fns
+        consts.append(analyze_const(env, name, values.get(name), fresh=fresh))
         seconds[name] = round(time.monotonic() - t, 2)
     binary = BinaryId(f"{env.package} {env.package_version}", "", "", "EXEC", 0)
     table = ScopeTable(binary, consts, analysis_seconds=round(time.monotonic() - t0, 2))
     table.notes.append(
         f"kernel {env.release}: units built from linux-source-6.1 with Debian's config and gcc-12"
     )
-    return KernelAnalysis(table, functions, seconds)
+    return KernelAnalysis(table, seconds)
+
+
+XSIE_UPDATES = {"single_write": "set", "scale": "scale", "cmp": "cmp"}
 
 
 def xsie_lines(result: KernelAnalysis, first_id: int = 0) -> list[str]:
-    """The spans file for `xsiectl load`: const ids in the order of the table, from `first_id`."""
+    """The spans file for `xsiectl load`, from the scope table's fields: const ids in the order of
+    the table, from `first_id`; each function's span lines, then its safe line (entry and exits)."""
     lines = []
     for cid, const in enumerate(result.table.consts, first_id):
         lines.append(f"const {cid} {const.name}")
-        v0 = const.values[0]
-        for kf in result.functions[const.name]:
-            for s in kf.spans:
-                data = next(
-                    sp.expected for sp in const.spans if sp.function == kf.name and sp.start == s.check_start
-                )
-                lines.append(
-                    f"span {cid} {s.update} {kf.name} {s.check_start:#x} {data} {s.probe:#x} "
-                    f"{XSIE_REG[s.reg]} {s.width} {s.a} {s.b} {v0} {s.pre_add}"
-                )
-            lines.append(f"safe {cid} {kf.name} {','.join(hex(e) for e in kf.exits)}")
+        by_function: dict[str, list[Span]] = {}
+        for sp in const.spans:
+            by_function.setdefault(sp.function, []).append(sp)
+        for function, spans in by_function.items():
+            lines += [_xsie_span(cid, sp, const.values[0]) for sp in spans]
+            lines.append(f"safe {cid} {function} {','.join(hex(e) for e in spans[0].exits)}")
     return lines
+
+
+def _xsie_span(cid: int, sp: Span, compiled: int) -> str:
+    u, st = sp.update, sp.state
+    if u.kind not in XSIE_UPDATES or u.probe is None or u.register not in XSIE_REG:
+        raise ScopeError(f"{sp.function}+{sp.start:#x}: not a kernel span ({u.kind}, probe {u.probe})")
+    v0 = compiled if u.v0 is None else u.v0  # `set` does not use it
+    return (
+        f"span {cid} {XSIE_UPDATES[u.kind]} {sp.function} {sp.start:#x} {sp.expected} {u.probe:#x} "
+        f"{XSIE_REG[u.register]} {st.width * 8} {st.a} {st.b} {v0} {u.pre_add}"
+    )
 
 
 def analyze_command(

@@ -6,6 +6,10 @@ enters the machine state): the function and offsets, the exact bytes the engine 
 patches anything, the symbolic state expression IV = a*V + b (or a named non-linear form), the
 synthesized update, and the safe span ranges outside of which a transition may happen.
 
+Updates in user space are trampolines (paper §3.4.2: single write, inverse, dual location). Kernel
+spans (xsie.ko) are kprobes instead: their update names the register the probe handler writes, the
+instruction it runs before, and for the kinds only the kernel has (scale, cmp) the compiled value V0.
+
 Offsets are relative to the function; `vaddr` fields are ELF addresses (section-relative in a .o file).
 The JSON form is `ScopeTable.to_json()`; `ScopeTable.from_json()` validates and names the bad field.
 """
@@ -16,13 +20,17 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-SCOPE_VERSION = 1
+SCOPE_VERSION = 2  # 2: kernel update fields (register, probe, v0, pre_add) and exits
 
 TARGET_KINDS = ("register", "memory", "flags")
 # IV = a*f(V) + b with f(V) = V (affine), log2(V) (V a power of two), or V/2, V/4, V/8 (C integer
 # division of a positive V, as in `N / 2` in the source).
 FORMS = ("affine", "log2", "div2", "div4", "div8")
-UPDATE_KINDS = ("single_write", "inverse", "dual_location")
+# single_write | inverse | dual_location: user-space trampolines, and the kernel's `set`
+# (reg = IV(V) before the probe); scale: reg = (reg + pre_add) * IV(V) / IV(V0) - pre_add before
+# the probe; cmp: for the probed compare only, reg is offset by IV(V0) - IV(V), then restored.
+UPDATE_KINDS = ("single_write", "inverse", "dual_location", "scale", "cmp")
+KERNEL_ONLY_KINDS = ("scale", "cmp")
 PATCH_KINDS = ("jump", "int3")
 RELOC_KINDS = ("knob_abs64", "rel32", "rip32")
 
@@ -71,8 +79,13 @@ class Reloc:
 
 @dataclass
 class Update:
-    kind: str  # single_write | inverse | dual_location (paper §3.4.2)
+    kind: str  # see UPDATE_KINDS
     text: str  # the update in assembly, for people
+    # Kernel spans only ("" / None / 0 in user space, where the trampoline holds the update):
+    register: str = ""  # 64-bit name of the register the probe handler writes
+    probe: int | None = None  # function-relative offset of the instruction the update runs before
+    v0: int | None = None  # scale, cmp: the compiled value, the reference of the update
+    pre_add: int = 0  # scale: immediate the probed instruction still adds (pre-compensated)
 
 
 @dataclass
@@ -99,6 +112,7 @@ class Span:
     relocs: list[Reloc]
     safe: list[SafeRange]
     safe_reason: str  # how the safe span was bounded
+    exits: list[int] = field(default_factory=list)  # kernel: offsets leaving the safe function
 
     @property
     def vaddr(self) -> int:
@@ -236,11 +250,27 @@ def _hex(v: str, where: str) -> str:
     return v
 
 
-def _list(d: dict[str, Any], k: str, where: str) -> list[Any]:
+def _nullable_int(d: dict[str, Any], k: str, where: str) -> int | None:
     v = d.get(k)
-    if not isinstance(v, list):
-        raise ScopeError(f"{where}.{k}: expected a list")
+    if v is not None and (not isinstance(v, int) or isinstance(v, bool)):
+        raise ScopeError(f"{where}.{k}: expected an integer or null")
     return v
+
+
+def _parse_update(d: Any, w: str, start: int, end: int, state: StateExpr) -> Update:
+    up = _obj(d, w, {"kind": str, "text": str, "register": str, "pre_add": int})
+    probe, v0 = _nullable_int(up, "probe", w), _nullable_int(up, "v0", w)
+    u = Update(up["kind"], up["text"], up["register"], probe, v0, up["pre_add"])
+    _choice(u.kind, UPDATE_KINDS, w + ".kind")
+    if u.kind in KERNEL_ONLY_KINDS and (not u.register or u.probe is None or u.v0 is None):
+        raise ScopeError(f"{w}: a {u.kind} update needs register, probe and v0")
+    if u.probe is not None and not start <= u.probe < end:
+        raise ScopeError(f"{w}.probe: {u.probe:#x} is outside the span [{start:#x}, {end:#x})")
+    if u.pre_add and u.kind != "scale":
+        raise ScopeError(f"{w}.pre_add: only a scale update has one")
+    if u.kind == "scale" and u.v0 is not None and state.a * u.v0 + state.b == 0:
+        raise ScopeError(f"{w}.v0: IV(V0) is 0, a scale update divides by it")
+    return u
 
 
 def _parse_span(d: Any, w: str) -> Span:
@@ -262,6 +292,7 @@ def _parse_span(d: Any, w: str) -> Span:
             "relocs": list,
             "safe": list,
             "safe_reason": str,
+            "exits": list,
         },
     )
     st = _obj(
@@ -273,8 +304,8 @@ def _parse_span(d: Any, w: str) -> Span:
     _choice(st["form"], FORMS, w + ".state.form")
     if st["width"] not in (1, 2, 4, 8):
         raise ScopeError(f"{w}.state.width: {st['width']} is not 1, 2, 4 or 8")
-    up = _obj(d["update"], w + ".update", {"kind": str, "text": str})
-    _choice(up["kind"], UPDATE_KINDS, w + ".update.kind")
+    state = StateExpr(**st)
+    update = _parse_update(d["update"], w + ".update", d["start"], d["end"], state)
     _choice(d["patch"], PATCH_KINDS, w + ".patch")
     expected = _hex(d["expected"], w + ".expected")
     if d["end"] - d["start"] != len(expected) // 2 or d["start"] < 0:
@@ -299,6 +330,9 @@ def _parse_span(d: Any, w: str) -> Span:
         safe.append(SafeRange(**s))
     if not safe:
         raise ScopeError(f"{w}.safe: a span needs at least one safe range")
+    exits = d["exits"]
+    if not all(isinstance(e, int) and not isinstance(e, bool) and e >= 0 for e in exits):
+        raise ScopeError(f"{w}.exits: expected offsets (non-negative integers)")
     return Span(
         function=d["function"],
         section=d["section"],
@@ -306,14 +340,15 @@ def _parse_span(d: Any, w: str) -> Span:
         start=d["start"],
         end=d["end"],
         expected=expected,
-        state=StateExpr(**st),
-        update=Update(**up),
+        state=state,
+        update=update,
         patch=d["patch"],
         patch_reason=d["patch_reason"],
         trampoline=tramp,
         relocs=relocs,
         safe=safe,
         safe_reason=d["safe_reason"],
+        exits=list(exits),
     )
 
 
@@ -332,12 +367,10 @@ def _parse_const(d: Any, w: str) -> PerfConst:
         _obj(r, f"{w}.refusals[{i}]", {"function": str, "reason": str, "detail": str})
         refusals.append(Refusal(**r))
     spans = [_parse_span(s, f"{w}.spans[{i}]") for i, s in enumerate(d["spans"])]
-    bounds = {}
-    for key in ("min_value", "max_value"):
-        v = d.get(key)
-        if v is not None and (not isinstance(v, int) or isinstance(v, bool)):
-            raise ScopeError(f"{w}.{key}: expected an integer or null")
-        bounds[key] = v
+    for i, s in enumerate(spans):
+        if s.update.v0 is not None and s.update.v0 != values[0]:
+            raise ScopeError(f"{w}.spans[{i}].update.v0: {s.update.v0} is not the compiled value {values[0]}")
+    bounds = {key: _nullable_int(d, key, w) for key in ("min_value", "max_value")}
     return PerfConst(
         name=d["name"],
         source=SourceLocation(**src),
