@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import rich.progress
 from rich.console import Console
 from rich.table import Table
 
@@ -18,23 +19,27 @@ def _num(x: float | None, unit: str = "") -> str:
 
 
 class Progress:
-    """Prints one line per event; `__call__` is the Runner's progress callback."""
+    """The Runner's progress callback: a bar per trial (its measured windows) whose line shows the
+    latest objective and SLO margins, then one result line per trial."""
 
-    def __init__(self, console: Console | None = None, quiet: bool = False) -> None:
+    def __init__(self, console: Console | None = None) -> None:
         self.console = console or Console()
-        self.quiet = quiet
-        self._windows = 0
+        self._bar: rich.progress.Progress | None = None
+        self._task: rich.progress.TaskID | None = None
+
+    def _end_bar(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
 
     def __call__(self, event: str, data: dict[str, Any]) -> None:
         c = self.console
         if event == "window":
-            self._windows += 1
-            if not self.quiet:
-                c.print(".", end="")
+            if self._bar is not None and self._task is not None and data["phase"] == "measure":
+                margins = " ".join(f"{m:+.1%}" for m in data["margins"].values())
+                self._bar.update(self._task, advance=1, live=f"obj {_num(data['objective'])} SLO {margins}")
             return
-        if self._windows and not self.quiet:
-            c.print()
-        self._windows = 0
+        self._end_bar()
         if event == "baseline":
             s = data["summary"]
             bounds = ", ".join(f"{b.bound:,.4g} (+/- {b.slack:,.3g})" for b in data["guard"])
@@ -42,12 +47,30 @@ class Progress:
             c.print(f"[bold]baseline[/]: objective {objective}; SLO bounds {bounds}")
         elif event == "trial":
             params = ", ".join(f"{k}={v}" for k, v in data["params"].items())
-            c.print(f"[bold]trial {data['index']}[/]: {params} ", end="")
+            self._bar = rich.progress.Progress(
+                rich.progress.TextColumn(f"trial {data['index']}: {params}"),
+                rich.progress.BarColumn(bar_width=20),
+                rich.progress.MofNCompleteColumn(),
+                rich.progress.TextColumn("{task.fields[live]}"),
+                console=c,
+                transient=True,
+            )
+            self._task = self._bar.add_task("trial", total=data["windows"], live="settling")
+            self._bar.start()
         elif event == "trial_done":
             r: TrialResult = data["result"]
-            status = "[green]ok[/]" if r.feasible else "[red]infeasible[/]"
-            margins = " ".join(_num(m) for m, _ in r.summary.slo.values())
-            c.print(f"objective {_num(r.summary.objective)} (SLO lhs {margins}) {status}")
+            status = (
+                "[green]ok[/]"
+                if r.meets_slo
+                else "[red]infeasible[/]"
+                if not r.feasible
+                else "[yellow]SLO[/]"
+            )
+            params = ", ".join(f"{k}={v}" for k, v in r.params.items())
+            lhs = " ".join(_num(m) for m, _ in r.summary.slo.values())
+            c.print(
+                f"trial {r.index}: {params} -> objective {_num(r.summary.objective)} (SLO lhs {lhs}) {status}"
+            )
         elif event == "rollback":
             c.print(f"[red]rollback[/] after {data['windows']} window(s): {data['reason']}")
         elif event == "warn":

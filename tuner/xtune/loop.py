@@ -317,11 +317,11 @@ class Runner:
 
     def trial(self, policy: TrialPolicy, index: int, params: dict[str, Any]) -> TrialResult:
         started = time.time()
-        self.progress("trial", {"index": index, "params": params})
+        n = max(self.slo.policy.windows, self.slo.guard.watch_windows)
+        self.progress("trial", {"index": index, "params": params, "windows": n})
         self.apply(params, f"{policy.name} trial {index}", policy.name, index)
         self.settle()
         self.guard.watch()
-        n = max(self.slo.policy.windows, self.slo.guard.watch_windows)
         summary, bad = self.measure(n, "measure", index, guarded=True)
         result = TrialResult(index, dict(self.actuator.current), summary, not bad, bool(bad), bad)
         if bad:
