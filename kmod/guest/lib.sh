@@ -55,6 +55,25 @@ park_in_shrinker() { # a drop_caches thread waits inside do_shrink_slab until un
 	dmesg -c > /dev/null
 }
 unpark() { echo release > $TESTLOAD/shrinker; wait $PARKED; }
+retune() { # retune PREFIX ID MEASURE ORIG V...: MEASURE prints ORIG before, each V armed, ORIG after
+	prefix=$1 id=$2 measure=$3 orig=$4
+	shift 4
+	base=$($measure)
+	check "${prefix}_baseline" "$measure: $base (expect $orig)" [ "$base" = "$orig" ]
+	out=$(load_const "$id") && pass "${prefix}_load" "$out" || fail "${prefix}_load" "$out"
+	$XSIECTL set "$id" "$1"
+	$XSIECTL arm "$id" immediate
+	for v in "$@"; do
+		$XSIECTL set "$id" "$v"
+		got=$($measure)
+		check "${prefix}_v$v" "$measure with V=$v: $got" [ "$got" = "$v" ]
+	done
+	$XSIECTL status "$id"
+	$XSIECTL disarm "$id"
+	back=$($measure)
+	check "${prefix}_disarmed" "$measure after disarm: $back (expect $orig)" [ "$back" = "$orig" ]
+	$XSIECTL unload "$id"
+}
 require_consts() { # end the test (as a failure) unless every named perf-const is in the spans file
 	for c in "$@"; do
 		[ -n "$(const_id "$c")" ] || { fail "setup_$c" "$c is not in /xsie/spans.txt"; exit 0; }

@@ -30,6 +30,20 @@
 
 static struct dentry *testload_dir;
 
+/* Every file reads back as one line of "key=value" fields. */
+static __printf(4, 5) ssize_t
+	read_line(char __user *ubuf, size_t len, loff_t *ppos, const char *fmt, ...)
+{
+	char buf[64];
+	va_list args;
+	int n;
+
+	va_start(args, fmt);
+	n = vscnprintf(buf, sizeof(buf), fmt, args);
+	va_end(args);
+	return simple_read_from_buffer(ubuf, len, ppos, buf, n);
+}
+
 static unsigned long shrink_objects;
 static unsigned long shrink_calls;
 static unsigned long shrink_max_batch;
@@ -87,11 +101,8 @@ static ssize_t shrinker_write(struct file *f, const char __user *ubuf, size_t le
 
 static ssize_t shrinker_read(struct file *f, char __user *ubuf, size_t len, loff_t *ppos)
 {
-	char buf[64];
-	int n = scnprintf(buf, sizeof(buf), "calls=%lu max_nr_to_scan=%lu\n", shrink_calls,
-			  shrink_max_batch);
-
-	return simple_read_from_buffer(ubuf, len, ppos, buf, n);
+	return read_line(ubuf, len, ppos, "calls=%lu max_nr_to_scan=%lu\n", shrink_calls,
+			 shrink_max_batch);
 }
 
 static const struct file_operations shrinker_fops = {
@@ -142,10 +153,7 @@ static ssize_t softirq_write(struct file *f, const char __user *ubuf, size_t len
 
 static ssize_t softirq_read(struct file *f, char __user *ubuf, size_t len, loff_t *ppos)
 {
-	char buf[48];
-	int n = scnprintf(buf, sizeof(buf), "runs_before_deferral=%d\n", burst_runs_in_caller);
-
-	return simple_read_from_buffer(ubuf, len, ppos, buf, n);
+	return read_line(ubuf, len, ppos, "runs_before_deferral=%d\n", burst_runs_in_caller);
 }
 
 static const struct file_operations softirq_fops = {
@@ -173,10 +181,7 @@ static ssize_t limit_write(struct file *f, const char __user *ubuf, size_t len, 
 
 static ssize_t limit_read(struct file *f, char __user *ubuf, size_t len, loff_t *ppos)
 {
-	char buf[16];
-	int n = scnprintf(buf, sizeof(buf), "over=%d\n", limit_over);
-
-	return simple_read_from_buffer(ubuf, len, ppos, buf, n);
+	return read_line(ubuf, len, ppos, "over=%d\n", limit_over);
 }
 
 static const struct file_operations limit_fops = {

@@ -13,18 +13,4 @@ pass_runs() { # the most frequent count over 15 bursts
 		field runs_before_deferral < $TESTLOAD/softirq
 	done | sort -n | uniq -c | sort -k1,1n -k2,2n | tail -n 1 | awk '{print $2}'
 }
-base=$(pass_runs)
-check softirq_baseline "runs per pass $base (expect 10)" [ "$base" = 10 ]
-out=$(load_const "$ID") && pass softirq_load "$out" || fail softirq_load "$out"
-$XSIECTL set "$ID" 3
-$XSIECTL arm "$ID" immediate
-r3=$(pass_runs)
-check softirq_v3 "runs per pass with V=3: $r3" [ "$r3" = 3 ]
-$XSIECTL set "$ID" 25
-r25=$(pass_runs)
-check softirq_v25 "runs per pass with V=25: $r25" [ "$r25" = 25 ]
-$XSIECTL status "$ID"
-$XSIECTL disarm "$ID"
-back=$(pass_runs)
-check softirq_disarmed "runs per pass after disarm: $back" [ "$back" = 10 ]
-$XSIECTL unload "$ID"
+retune softirq "$ID" pass_runs 10 3 25
