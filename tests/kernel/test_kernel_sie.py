@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+import warnings
 from pathlib import Path
 
 import pytest
@@ -100,6 +101,14 @@ def guest(analysis: tuple[kernel.KernelAnalysis, Path], tmp_path_factory: pytest
     run = subprocess.run([str(KMOD / "harness" / "run-guest.sh"), str(env), str(initrd), str(console), "420"])
     text = console.read_text(errors="replace")
     (paths.BUILD / "kmod" / "last-console.log").write_text(text)
+    stalled = console.with_name(console.name + ".stalled")
+    if stalled.exists():
+        shutil.copy(stalled, paths.BUILD / "kmod" / "last-stalled-console.log")
+        warnings.warn(
+            "the first guest boot stalled (vCPU starvation) and was retried; its console is "
+            "build/kmod/last-stalled-console.log",
+            stacklevel=1,
+        )
     results = {}
     for m in re.finditer(r"^XSIE-RESULT (\S+) (PASS|FAIL) ?(.*)$", text, re.M):
         results[m.group(1)] = (m.group(2), m.group(3))
