@@ -6,6 +6,9 @@ receiver so throughput is an observer signal) and xrtd instances, and tunes the 
 tcp_rmem / tcp_wmem maxima with BO from `experiments/demo/bufferbloat.yaml`: minimize the p99
 smoothed RTT while keeping at least 95 % of the baseline throughput. It prints the before/after
 table and writes the report; the knobs are restored and everything is torn down on exit.
+
+Then the second phase (`demo_sie.py`): a compiled-in constant of an unmodified running binary
+(the dataplane server's RX_BATCH_SIZE) tuned through SIE, with its own table and report.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from xtune.bottleneck import Bottleneck
 from xtune.config import load
 from xtune.config.schema import SloFile
 from xtune.console import Progress, before_after
+from xtune.demo_sie import SiePhase, run_sie_phase
 from xtune.loop import Runner, RunResult
 from xtune.metrics import Metrics
 from xtune.policies import make_policy
@@ -39,6 +43,7 @@ class DemoRun:
     report: Path
     store_url: str
     metrics_port: int
+    sie: SiePhase
 
 
 def demo_slo(net: Bottleneck, budget: int, short: bool) -> SloFile:
@@ -94,4 +99,5 @@ def run_demo(
     before_after(result, console)
     report = write_report(store, result.experiment_id, out / "report")
     console.print(f"report: {report}")
-    return DemoRun(result, report, store.url, port)
+    sie = run_sie_phase(out, store, short, None, console)
+    return DemoRun(result, report, store.url, port, sie)
