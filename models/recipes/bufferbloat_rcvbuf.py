@@ -1,15 +1,16 @@
 """Recipe for models/bufferbloat_rcvbuf: record real frames, label them with a stated rule, train.
 
-Run as root from the repository (after `make build`), about a minute:
+Run as root from the repository (after `make build`); about 1.5 minutes, at most about 2.5:
 
     .venv/bin/python models/recipes/bufferbloat_rcvbuf.py
 
 It builds the demo's bottleneck (sender -> 100 Mbit/s token bucket with a 500 ms queue ->
 receiver, tuner/xtune/bottleneck.py), starts private xobserve (tcp and func families, 100 ms
-frames) and runs `xtune-bulk` under five receive-buffer limits, plus an idle stretch without
-the flow. Every frame gets a DECISION from RULE below. Two passes at different times: `train`
-(fed to `xtune train`) and `heldout` (only scored). The model, its card in the JSON (plus the
-held-out accuracy and the measured decision latency) and CARD.md go to models/bufferbloat_rcvbuf/.
+frames) and runs `xtune-bulk` under six receive-buffer limits, plus an idle stretch without
+the flow. Every frame gets a DECISION from `rule()` below. Two passes at different times:
+`train` (fed to `xtune train`) and `heldout` (only scored). Then the trained tree runs the knob
+closed-loop for a few seconds. The model, its card in the JSON (plus held-out accuracy, measured
+decision latency and the closed-loop run) and CARD.md go to models/bufferbloat_rcvbuf/.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ FRAME_MS = 100
 SEGMENTS: list[int | None] = [None, 33554432, 4194304, 1048576, 524288, 262144, 65536]
 SEGMENT_S = 4.0
 SETTLE_S = 0.5  # skip slow start: the rule speaks about a running flow
-ATTEMPTS = 2  # worst case about 2 minutes in all
+ATTEMPTS = 2  # keeps the worst case near 2.5 minutes
 LATENCY_CALLS = 100_000
 CLOSED_LOOP_S = 12.0
 
