@@ -72,13 +72,13 @@ bench: build
 C_SOURCES = $(shell git ls-files '*.c' '*.h' | grep -v '/vmlinux.h$$')
 
 lint: setup
-	$(VENV)/bin/ruff check tuner tests experiments
-	$(VENV)/bin/ruff format --check tuner tests experiments
+	$(VENV)/bin/ruff check tuner tests experiments models
+	$(VENV)/bin/ruff format --check tuner tests experiments models
 	clang-format --dry-run --Werror $(C_SOURCES)
 
 format: setup
-	$(VENV)/bin/ruff format tuner tests experiments
-	$(VENV)/bin/ruff check --fix tuner tests experiments
+	$(VENV)/bin/ruff format tuner tests experiments models
+	$(VENV)/bin/ruff check --fix tuner tests experiments models
 	clang-format -i $(C_SOURCES)
 
 clean:
