@@ -91,21 +91,6 @@ def reference(spec: Spec, value: int) -> list[str]:
     return r.stdout.split()
 
 
-def live_bytes(pid: int, table: ScopeTable) -> bool:
-    """True when every span holds exactly the bytes of the scope table."""
-    maps = Path(f"/proc/{pid}/maps").read_text().splitlines()
-    exe = str(Path(f"/proc/{pid}/exe").resolve())
-    base = next(int(m.split("-")[0], 16) for m in maps if m.endswith(exe) and m.split()[2] == "00000000")
-    bias = base - table.binary.load_vaddr
-    with open(f"/proc/{pid}/mem", "rb") as mem:
-        for c in table.consts:
-            for s in c.spans:
-                mem.seek(bias + s.vaddr)
-                if mem.read(len(s.expected) // 2).hex() != s.expected:
-                    return False
-    return True
-
-
 def _accepts(const: PerfConst, value: int) -> bool:
     try:
         const.check_value(value)
@@ -142,7 +127,7 @@ def run_case(case: Case, force_int3: bool = False) -> Case:
                 bad = [f"{n}: {g} != {w}" for n, g, w in zip(INPUTS, got, want, strict=False) if g != w]
                 case.detail.append(f"K={v}: {len(bad)} outputs differ, e.g. {bad[:3]}")
         eng.detach(t.p.pid)
-        if not live_bytes(t.p.pid, case.table):
+        if not eng.spans_hold_original(t.p.pid, case.table):
             ok = False
             case.detail.append("text differs from the original after detach")
         if t.ask(INPUTS) != before:

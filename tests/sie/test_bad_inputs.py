@@ -21,7 +21,7 @@ def proc_state(pid: int) -> str:
 
 
 def assert_untouched(pid: int, table: sc.ScopeTable) -> None:
-    assert oracle.live_bytes(pid, table)
+    assert eng.spans_hold_original(pid, table)
     assert proc_state(pid) not in ("t", "T"), "target left stopped"
     assert not (eng.STATE_ROOT / str(pid)).exists()
 

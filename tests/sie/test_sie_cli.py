@@ -11,6 +11,7 @@ from pathlib import Path
 
 import oracle
 import targets
+from xtune.analysis import attach as eng
 from xtune.analysis.scope import SCOPE_VERSION
 
 XTUNE = str(Path(sys.executable).parent / "xtune")
@@ -53,7 +54,7 @@ def test_cli_two_consts_one_transaction(tmp_path, engine):
         assert r.returncode != 0 and "no perf-const 'M'" in r.stderr
         xtune("sie", "detach", "--pid", pid, env=env)
         assert t.ask([500]) == ["400 521"]
-        assert oracle.live_bytes(t.p.pid, k)
+        assert eng.spans_hold_original(t.p.pid, k)
     finally:
         t.close()
 

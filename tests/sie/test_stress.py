@@ -32,14 +32,14 @@ def test_multithreaded_changes_and_cycles(engine):
             n = rnd.randint(0, 6000)
             assert t.ask([n]) == [expect(n, k)]
         eng.detach(t.p.pid)
-        assert oracle.live_bytes(t.p.pid, table)
+        assert eng.spans_hold_original(t.p.pid, table)
         for cycle in range(100):
             eng.attach(t.p.pid, table, "", ["K"], timeout_ms=5000)
             k = rnd.randint(lo, hi)
             eng.set_value(t.p.pid, "K", k, const)
             assert t.ask([77]) == [expect(77, k)], cycle
             eng.detach(t.p.pid, timeout_ms=5000)
-            assert oracle.live_bytes(t.p.pid, table), f"text differs after disarm {cycle}"
+            assert eng.spans_hold_original(t.p.pid, table), f"text differs after disarm {cycle}"
             assert t.ask([77]) == [expect(77, 100)]
         assert t.p.poll() is None, "a worker saw an impossible result and aborted"
     finally:
@@ -63,7 +63,7 @@ def test_multithreaded_int3_fallback(engine):
                 n = rnd.randint(0, 6000)
                 assert t.ask([n]) == [expect(n, k)], cycle
             eng.detach(t.p.pid, timeout_ms=5000)
-            assert oracle.live_bytes(t.p.pid, table), f"text differs after disarm {cycle}"
+            assert eng.spans_hold_original(t.p.pid, table), f"text differs after disarm {cycle}"
             assert t.ask([77]) == [expect(77, 100)]
         assert t.p.poll() is None
     finally:

@@ -13,6 +13,7 @@ import targets
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "runtime"))
 from xrtd_helpers import Xrtd  # noqa: E402
+from xtune.analysis import attach as eng  # noqa: E402
 from xtune.knobs import KnobError  # noqa: E402
 
 
@@ -38,16 +39,16 @@ def test_xrtd_sie_user_knob(tmp_path, bin_dir):
             c.register("K_gone", "sie-user", f"{2**22 + 17}:{plan}", min=1, max=5000)
         knob = c.register("K", "sie-user", f"{t.p.pid}:{plan}", min=1, max=5000)
         assert knob["original"] == 100 and knob["applied"] == 100
-        assert oracle.live_bytes(t.p.pid, table), "registration must not change the process"
+        assert eng.spans_hold_original(t.p.pid, table), "registration must not change the process"
         for k in (7, 4999, 1, 250):
             c.set("K", k)
             assert t.ask([3000]) == [expect(3000, k)]
         with pytest.raises(KnobError):
             c.set("K", 99999)  # out of xrtd's bounds: never reaches the process
         assert t.ask([3000]) == [expect(3000, 250)]
-        assert not oracle.live_bytes(t.p.pid, table)
+        assert not eng.spans_hold_original(t.p.pid, table)
         assert x.stop() == 0
-        assert oracle.live_bytes(t.p.pid, table), "xrtd's exit must restore the text byte-exact"
+        assert eng.spans_hold_original(t.p.pid, table), "xrtd's exit must restore the text byte-exact"
         assert t.ask([3000]) == [expect(3000, 100)]
     finally:
         x.cleanup()

@@ -54,21 +54,6 @@ class SiePhase:
     client_p50_us: dict[int, float]  # RX_BATCH_SIZE -> the load generator's p50 latency
 
 
-def text_is_original(pid: int, table: ScopeTable) -> bool:
-    """True when every span of the process holds the scope table's original bytes."""
-    exe = str(Path(f"/proc/{pid}/exe").resolve())
-    maps = Path(f"/proc/{pid}/maps").read_text().splitlines()
-    base = next(int(m.split("-")[0], 16) for m in maps if m.endswith(exe) and m.split()[2] == "00000000")
-    bias = base - table.binary.load_vaddr
-    with open(f"/proc/{pid}/mem", "rb") as mem:
-        for c in table.consts:
-            for s in c.spans:
-                mem.seek(bias + s.vaddr)
-                if mem.read(len(s.expected) // 2).hex() != s.expected:
-                    return False
-    return True
-
-
 class Server:
     """The analyzed server binary on a free UDP port, until closed."""
 
@@ -140,10 +125,10 @@ def run_sie_phase(out: Path, store: Store, short: bool, budget: int | None, cons
                     f"{slo.policy.kind} (budget {slo.policy.budget})"
                 )
                 result = _tune(slo, svc, store, console)
-            restored = text_is_original(server.proc.pid, table)
+            restored = eng.spans_hold_original(server.proc.pid, table)
             chosen = int((result.best or {}).get(KNOB, table.const(CONST).values[0]))
             p50 = client_check(server, table, chosen, 2 if short else 3)
-            restored = restored and text_is_original(server.proc.pid, table)
+            restored = restored and eng.spans_hold_original(server.proc.pid, table)
         finally:
             server.close()
     before_after(result, console)

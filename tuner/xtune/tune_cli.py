@@ -138,7 +138,8 @@ def demo(
     out: Annotated[Path, typer.Option(help="Where the trial store and the report go.")] = paths.BUILD
     / "demo",
 ) -> None:
-    """Tune a bulk TCP transfer's socket buffer limits through a bottleneck (real BPF, real sysctls)."""
+    """Tune a bulk TCP flow's socket buffer limits through a bottleneck (real BPF, real sysctls), then a
+    dataplane server's compiled-in RX_BATCH_SIZE through SIE on the running binary."""
     from xtune.demo import run_demo
 
     run = run_demo(out, short=short, budget=budget or None)

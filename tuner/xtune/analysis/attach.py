@@ -291,3 +291,18 @@ def _cleanup(att: Attachment) -> None:
         (att.dir / f).unlink(missing_ok=True)
     (STATE_ROOT / f"{att.pid}.scope.json").unlink(missing_ok=True)
     att.dir.rmdir()
+
+
+def spans_hold_original(pid: int, table: ScopeTable) -> bool:
+    """True when every span of the process holds exactly the scope table's original bytes."""
+    exe = str(Path(f"/proc/{pid}/exe").resolve())
+    maps = Path(f"/proc/{pid}/maps").read_text().splitlines()
+    base = next(int(m.split("-")[0], 16) for m in maps if m.endswith(exe) and m.split()[2] == "00000000")
+    bias = base - table.binary.load_vaddr
+    with open(f"/proc/{pid}/mem", "rb") as mem:
+        for c in table.consts:
+            for s in c.spans:
+                mem.seek(bias + s.vaddr)
+                if mem.read(len(s.expected) // 2).hex() != s.expected:
+                    return False
+    return True
