@@ -47,7 +47,11 @@ def test_multithreaded_changes_and_cycles(engine):
 
 
 def test_multithreaded_int3_fallback(engine):
-    """The ptrace fallback under the same 8 threads: 300 value changes, 20 arm/disarm cycles."""
+    """The ptrace fallback under the same 8 threads: 100 value changes, 10 arm/disarm cycles.
+
+    Every hit of every worker traps into the serving process, so on 2 cores this test's time swings
+    from half a minute to several minutes with the host's load; the counts are kept small for that.
+    """
     table = targets.analyzed("mt_target", [100, 50, 300])
     const = table.consts[0]
     lo, hi = const.min_value or 1, const.max_value or 5000
@@ -55,9 +59,9 @@ def test_multithreaded_int3_fallback(engine):
     rnd = random.Random(6)
     try:
         t.ask([1])
-        for cycle in range(20):
+        for cycle in range(10):
             eng.attach(t.p.pid, table, "", ["K"], timeout_ms=5000, force_int3=True)
-            for _ in range(15):
+            for _ in range(10):
                 k = rnd.randint(lo, hi)
                 eng.set_value(t.p.pid, "K", k, const)
                 n = rnd.randint(0, 6000)
