@@ -51,20 +51,13 @@ int BPF_PROG(xo_sched_wkp_new, struct task_struct *p)
 static __always_inline bool is_target(struct task_struct *t)
 {
 	char comm[16];
-	int i;
 
 	if (target_tgid)
 		return BPF_CORE_READ(t, tgid) == target_tgid;
 	if (!target_comm[0])
 		return false;
 	BPF_CORE_READ_STR_INTO(&comm, t, comm);
-	for (i = 0; i < 16; i++) {
-		if (comm[i] != target_comm[i])
-			return false;
-		if (!comm[i])
-			break;
-	}
-	return true;
+	return xt_comm_equal(comm, target_comm);
 }
 
 SEC("raw_tp/sched_switch")

@@ -25,20 +25,13 @@ struct {
 static __always_inline bool wanted(__u32 tgid)
 {
 	char comm[16];
-	int i;
 
 	if (tgid == self_tgid || (target_tgid && tgid != target_tgid))
 		return false;
 	if (!target_comm[0])
 		return true;
 	bpf_get_current_comm(comm, sizeof(comm));
-	for (i = 0; i < 16; i++) {
-		if (comm[i] != target_comm[i])
-			return false;
-		if (!comm[i])
-			break;
-	}
-	return true;
+	return xt_comm_equal(comm, target_comm);
 }
 
 SEC("raw_tp/sys_enter")

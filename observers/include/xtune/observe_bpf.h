@@ -62,6 +62,20 @@ static __always_inline __u32 xt_cpu(void)
 	return bpf_get_smp_processor_id() & (XT_MAX_CPUS - 1);
 }
 
+/* A task's comm against a family's const volatile target (both 16 bytes, NUL-terminated). */
+static __always_inline bool xt_comm_equal(const char *comm, const volatile char *target)
+{
+	int i;
+
+	for (i = 0; i < 16; i++) {
+		if (comm[i] != target[i])
+			return false;
+		if (!comm[i])
+			break;
+	}
+	return true;
+}
+
 #define XT_ADD(field, v) __sync_fetch_and_add(&(field), (v))
 #endif /* __BPF__ */
 
