@@ -37,6 +37,9 @@ struct xsie_safe {
 	struct xsie_const *c;
 	char func[XSIE_SYM_LEN];
 	unsigned long start, end;
+	/* FUNC.cold, the part gcc moved out of line (0: none) */
+	unsigned long cold_start, cold_end;
+	u32 cond_exit; /* 1 + the offset of an exit that is a conditional jump (0: none) */
 	u32 nexits;
 	u32 exits[XSIE_MAX_EXITS];
 	struct xsie_monitor entry;
@@ -66,6 +69,8 @@ struct xsie_const {
 	struct xsie_span spans[XSIE_MAX_SPANS];
 	struct xsie_safe safe[XSIE_MAX_SAFE];
 	struct xsie_group *group;
+	s64 min, max;  /* valid V (struct xsie_range) */
+	s64 in_effect; /* the last V in range the handlers used (or the compiled value) */
 	u64 __percpu *hits;
 	u64 __percpu *applied;
 	u64 __percpu *old_hits;
@@ -80,6 +85,7 @@ int xsie_func_bounds(const char *func, unsigned long *start, unsigned long *size
 unsigned long xsie_symbol(const char *name);
 int xsie_span_load(struct xsie_const *c, const struct xsie_span_desc *d);
 int xsie_safe_load(struct xsie_const *c, const struct xsie_safe_desc *d);
+int xsie_range_load(struct xsie_const *c, const struct xsie_range *r);
 int xsie_spans_register(struct xsie_const *c);
 void xsie_spans_unregister(struct xsie_const *c);
 void xsie_span_counts(struct xsie_const *c, u32 *optimized, u32 *int3);

@@ -23,8 +23,9 @@ struct xsie_value_page *xsie_values;
 DEFINE_MUTEX(xsie_lock);
 static struct xsie_const xsie_consts[XSIE_MAX_CONSTS];
 
-/* An open transaction belongs to the file that began it. */
+/* An open transaction belongs to the file that began it; so does the kernel build check. */
 struct xsie_file {
+	bool kernel_ok; /* XSIE_IOC_KERNEL named the running kernel's build */
 	bool txn_open;
 	u32 n;
 	u32 ids[XSIE_TXN_MAX];
@@ -73,6 +74,25 @@ static struct xsie_group *xsie_group_new(u32 mode)
 	return NULL;
 }
 
+/*
+ * An exit probe runs before its instruction: on a conditional jump it cannot tell whether the
+ * thread leaves, so the global count would be wrong. Such safe spans take per-thread mode.
+ */
+static bool xsie_cond_exit(const struct xsie_const *c)
+{
+	u32 j;
+
+	for (j = 0; j < c->nsafe; j++) {
+		if (c->safe[j].cond_exit) {
+			pr_warn("global transition refused: %s+%#x is a conditional exit (use "
+				"per-thread)\n",
+				c->safe[j].func, c->safe[j].cond_exit - 1);
+			return true;
+		}
+	}
+	return false;
+}
+
 /* Arm the consts @ids together (one transaction) with transition @mode. */
 static int xsie_arm(const u32 *ids, u32 n, u32 mode)
 {
@@ -89,6 +109,8 @@ static int xsie_arm(const u32 *ids, u32 n, u32 mode)
 			return c && c->state >= XSIE_TRANSITION ? -EBUSY : -ENOENT;
 		if (mode != XSIE_MODE_IMMEDIATE && !c->nsafe)
 			return -ENOEXEC; /* a safe transition needs the safe spans */
+		if (mode == XSIE_MODE_GLOBAL && xsie_cond_exit(c))
+			return -EOPNOTSUPP;
 		for (j = 0; j < i; j++)
 			if (ids[j] == ids[i])
 				return -EINVAL;
@@ -142,6 +164,9 @@ static int xsie_load_span(const struct xsie_span_desc *d)
 		return ret;
 	if (c->state == XSIE_UNUSED) {
 		xsie_counters_reset(c);
+		c->min = d->v0;
+		c->max = d->v0;
+		c->in_effect = d->v0;
 		WRITE_ONCE(xsie_values->value[c->id], d->v0);
 		c->state = XSIE_LOADED;
 	}
@@ -157,6 +182,51 @@ static int xsie_load_safe(const struct xsie_safe_desc *d)
 	if (c->state >= XSIE_TRANSITION)
 		return -EBUSY;
 	return xsie_safe_load(c, d);
+}
+
+static int xsie_load_range(const struct xsie_range *r)
+{
+	struct xsie_const *c = xsie_const_get(r->const_id);
+
+	if (!c || c->state == XSIE_UNUSED)
+		return -ENOENT; /* spans first */
+	if (c->state >= XSIE_TRANSITION)
+		return -EBUSY;
+	return xsie_range_load(c, r);
+}
+
+static int xsie_set(const struct xsie_value *v)
+{
+	struct xsie_const *c = xsie_const_get(v->const_id);
+
+	if (!c || c->state == XSIE_UNUSED)
+		return -ENOENT;
+	if (v->value < c->min || v->value > c->max) {
+		pr_warn("value refused: const %u: %lld is outside [%lld, %lld]\n", c->id, v->value,
+			c->min, c->max);
+		return -ERANGE;
+	}
+	WRITE_ONCE(xsie_values->value[c->id], v->value);
+	return 0;
+}
+
+/* The running kernel's build id (vmlinux_build_id, found through kallsyms). */
+static int xsie_kernel_check(struct xsie_file *xf, const struct xsie_kernel *k)
+{
+	const u8 *running = (const u8 *)xsie_symbol("vmlinux_build_id");
+
+	if (!running) {
+		pr_warn("spans refused: cannot read this kernel's build id (vmlinux_build_id)\n");
+		return -ENOENT;
+	}
+	if (memcmp(running, k->build_id, XSIE_BUILD_ID_LEN)) {
+		pr_warn("spans refused: they are for another kernel build (%*phN, running %*phN)\n",
+			XSIE_BUILD_ID_LEN, k->build_id, XSIE_BUILD_ID_LEN, running);
+		xf->kernel_ok = false;
+		return -EXDEV;
+	}
+	xf->kernel_ok = true;
+	return 0;
 }
 
 static int xsie_status(struct xsie_status *st)
@@ -193,6 +263,9 @@ static long xsie_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		struct xsie_safe_desc safe;
 		struct xsie_arm arm;
 		struct xsie_status status;
+		struct xsie_range range;
+		struct xsie_value value;
+		struct xsie_kernel kernel;
 		u32 id;
 	} u;
 	long ret;
@@ -202,13 +275,28 @@ static long xsie_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	if ((_IOC_DIR(cmd) & _IOC_WRITE) && copy_from_user(&u, uarg, _IOC_SIZE(cmd)))
 		return -EFAULT;
 
+	if ((cmd == XSIE_IOC_LOAD_SPAN || cmd == XSIE_IOC_LOAD_SAFE ||
+	     cmd == XSIE_IOC_LOAD_RANGE) &&
+	    !xf->kernel_ok) {
+		pr_warn("spans refused: the kernel build they are for was not named first\n");
+		return -EXDEV;
+	}
 	mutex_lock(&xsie_lock);
 	switch (cmd) {
+	case XSIE_IOC_KERNEL:
+		ret = xsie_kernel_check(xf, &u.kernel);
+		break;
 	case XSIE_IOC_LOAD_SPAN:
 		ret = xsie_load_span(&u.span);
 		break;
 	case XSIE_IOC_LOAD_SAFE:
 		ret = xsie_load_safe(&u.safe);
+		break;
+	case XSIE_IOC_LOAD_RANGE:
+		ret = xsie_load_range(&u.range);
+		break;
+	case XSIE_IOC_SET:
+		ret = xsie_set(&u.value);
 		break;
 	case XSIE_IOC_ARM:
 		if (xf->txn_open) {

@@ -5,9 +5,11 @@
  */
 #define pr_fmt(fmt) "xsie: " fmt
 
+#include <linux/bitops.h>
 #include <linux/kallsyms.h>
 #include <linux/kprobes.h>
 #include <linux/math64.h>
+#include <linux/overflow.h>
 #include <linux/percpu.h>
 #include <linux/ptrace.h>
 #include <linux/string.h>
@@ -84,8 +86,33 @@ static void xsie_reg_set(unsigned long *r, u32 width, s64 v)
 	}
 }
 
-/* CMP spans: the offset applied by the pre-handler, undone by the post-handler on this CPU. */
-static DEFINE_PER_CPU(s64, xsie_cmp_delta);
+/*
+ * CMP spans: the compare is emulated with IV(V) as its immediate. EFLAGS get what `cmp $IV, reg`
+ * would leave (the flags of reg - IV at the operand width) and execution resumes after the
+ * compare, so every input gives the branch a kernel compiled with V would take.
+ */
+static void xsie_cmp_flags(struct pt_regs *regs, u64 reg, s64 iv, u32 width)
+{
+	u64 mask = width == 64 ? ~0ULL : (1ULL << width) - 1;
+	u64 x = reg & mask, y = (u64)iv & mask, r = (x - y) & mask;
+	u64 sign = 1ULL << (width - 1);
+	unsigned long f = regs->flags & ~(X86_EFLAGS_CF | X86_EFLAGS_PF | X86_EFLAGS_AF |
+					  X86_EFLAGS_ZF | X86_EFLAGS_SF | X86_EFLAGS_OF);
+
+	if (x < y)
+		f |= X86_EFLAGS_CF;
+	if (!(hweight8(r & 0xff) & 1))
+		f |= X86_EFLAGS_PF;
+	if ((x ^ y ^ r) & 0x10)
+		f |= X86_EFLAGS_AF;
+	if (!r)
+		f |= X86_EFLAGS_ZF;
+	if (r & sign)
+		f |= X86_EFLAGS_SF;
+	if ((x ^ y) & (x ^ r) & sign)
+		f |= X86_EFLAGS_OF;
+	regs->flags = f;
+}
 
 static int xsie_span_pre(struct kprobe *p, struct pt_regs *regs)
 {
@@ -97,7 +124,6 @@ static int xsie_span_pre(struct kprobe *p, struct pt_regs *regs)
 	s64 v, iv, iv0;
 
 	this_cpu_inc(*c->hits);
-	this_cpu_write(xsie_cmp_delta, 0);
 	if (!g || !READ_ONCE(g->active))
 		return 0;
 	if (g->mode == XSIE_MODE_PER_THREAD && !xsie_task_in_new_span(g)) {
@@ -105,8 +131,13 @@ static int xsie_span_pre(struct kprobe *p, struct pt_regs *regs)
 		return 0;
 	}
 	v = READ_ONCE(xsie_values->value[c->id]);
+	if (v < c->min || v > c->max)
+		v = READ_ONCE(c->in_effect); /* a store out of range is never applied */
+	else if (v != READ_ONCE(c->in_effect))
+		WRITE_ONCE(c->in_effect, v);
 	iv = d->a * v + d->b;
 	iv0 = d->a * d->v0 + d->b;
+	this_cpu_inc(*c->applied);
 	switch (d->update) {
 	case XSIE_UPD_SET:
 		xsie_reg_set(r, d->width, iv);
@@ -117,23 +148,20 @@ static int xsie_span_pre(struct kprobe *p, struct pt_regs *regs)
 				     d->pre_add);
 		break;
 	case XSIE_UPD_CMP:
-		this_cpu_write(xsie_cmp_delta, iv0 - iv);
-		xsie_reg_set(r, d->width, xsie_reg_get(r, d->width) + iv0 - iv);
-		break;
+		xsie_cmp_flags(regs, *r, iv, d->width);
+		/* The bytes of a cmp span are the compare itself: resume after them. */
+		instruction_pointer_set(regs, s->func_addr + d->check_offset + d->nbytes);
+		return 1; /* no single-step: the compare was emulated */
 	}
-	this_cpu_inc(*c->applied);
 	return 0;
 }
 
-/* Runs after the single-stepped cmp: flags are computed, the register gets its value back. */
+/*
+ * Never runs for an applied compare (the pre-handler skips it); its presence keeps kprobes from
+ * jump-optimizing a cmp probe, whose handler must be able to move the instruction pointer.
+ */
 static void xsie_span_post(struct kprobe *p, struct pt_regs *regs, unsigned long flags)
 {
-	struct xsie_span *s = container_of(p, struct xsie_span, kp);
-	unsigned long *r = xsie_reg(regs, s->d.reg);
-	s64 delta = this_cpu_read(xsie_cmp_delta);
-
-	if (delta)
-		xsie_reg_set(r, s->d.width, xsie_reg_get(r, s->d.width) - delta);
 }
 
 int xsie_symbols_init(void)
@@ -205,6 +233,8 @@ int xsie_span_load(struct xsie_const *c, const struct xsie_span_desc *d)
 		return -EINVAL;
 	if (d->update == XSIE_UPD_SCALE && d->a * d->v0 + d->b == 0)
 		return -EINVAL;
+	if (d->update == XSIE_UPD_CMP && d->probe_offset != d->check_offset)
+		return -EINVAL; /* the bytes of a cmp span are the compare it emulates */
 	if (strnlen(d->func, XSIE_SYM_LEN) == XSIE_SYM_LEN)
 		return -EINVAL;
 	ret = xsie_func_bounds(d->func, &start, &size);
@@ -234,6 +264,50 @@ int xsie_span_load(struct xsie_const *c, const struct xsie_span_desc *d)
 	return 0;
 }
 
+/* Whether IV = a*v + b fits a signed register of @width bits (no overflow on the way). */
+static bool xsie_iv_fits(const struct xsie_span_desc *d, s64 v)
+{
+	s64 lim = d->width == 64 ? S64_MAX : (1LL << (d->width - 1)) - 1, iv;
+
+	if (check_mul_overflow(d->a, v, &iv) || check_add_overflow(iv, d->b, &iv))
+		return false;
+	return iv >= -lim - 1 && iv <= lim;
+}
+
+/**
+ * xsie_range_load - set the values @c accepts
+ * @c: the const, its spans loaded, not armed
+ * @r: the range from the analysis
+ *
+ * The compiled value must lie inside, and at both ends every span's IV must fit its register
+ * (IV is affine in V, so then it fits everywhere between).
+ * Return: 0 or -ERANGE.
+ */
+int xsie_range_load(struct xsie_const *c, const struct xsie_range *r)
+{
+	u32 i;
+
+	if (r->min > r->max || r->min > c->spans[0].d.v0 || r->max < c->spans[0].d.v0) {
+		pr_warn("range refused: const %u: [%lld, %lld] must hold the compiled value %lld\n",
+			c->id, r->min, r->max, c->spans[0].d.v0);
+		return -ERANGE;
+	}
+	for (i = 0; i < c->nspans; i++) {
+		const struct xsie_span_desc *d = &c->spans[i].d;
+
+		if (!xsie_iv_fits(d, r->min) || !xsie_iv_fits(d, r->max)) {
+			pr_warn("range refused: const %u: %lld*V%+lld overflows %u bits in [%lld, "
+				"%lld] (%s+%#x)\n",
+				c->id, d->a, d->b, d->width, r->min, r->max, d->func,
+				d->probe_offset);
+			return -ERANGE;
+		}
+	}
+	c->min = r->min;
+	c->max = r->max;
+	return 0;
+}
+
 /**
  * xsie_safe_load - add a safe span (a function and its exit instructions) to @c
  * @c: the const (not armed)
@@ -245,7 +319,9 @@ int xsie_safe_load(struct xsie_const *c, const struct xsie_safe_desc *d)
 {
 	struct xsie_safe *ss;
 	unsigned long start, size;
-	u32 i;
+	char cold[XSIE_SYM_LEN + 5];
+	u32 i, cond = 0;
+	u8 op[2];
 
 	if (c->nsafe >= XSIE_MAX_SAFE)
 		return -ENOSPC;
@@ -262,6 +338,10 @@ int xsie_safe_load(struct xsie_const *c, const struct xsie_safe_desc *d)
 				d->func, d->exits[i], size);
 			return -ERANGE;
 		}
+		if (copy_from_kernel_nofault(op, (void *)(start + d->exits[i]), sizeof(op)))
+			return -EFAULT;
+		if ((op[0] & 0xf0) == 0x70 || (op[0] == 0x0f && (op[1] & 0xf0) == 0x80))
+			cond = d->exits[i] + 1; /* jcc rel8 / jcc rel32 */
 	}
 	ss = &c->safe[c->nsafe++];
 	memset(ss, 0, sizeof(*ss));
@@ -269,6 +349,14 @@ int xsie_safe_load(struct xsie_const *c, const struct xsie_safe_desc *d)
 	strscpy(ss->func, d->func, sizeof(ss->func));
 	ss->start = start;
 	ss->end = start + size;
+	/* A thread in the out-of-line part is inside the function: the stack scan counts it. */
+	snprintf(cold, sizeof(cold), "%s.cold", d->func);
+	if (!xsie_func_bounds(cold, &start, &size)) {
+		ss->cold_start = start;
+		ss->cold_end = start + size;
+		pr_info("safe span %s includes %s\n", d->func, cold);
+	}
+	ss->cond_exit = cond;
 	ss->nexits = d->nexits;
 	memcpy(ss->exits, d->exits, sizeof(ss->exits));
 	return 0;

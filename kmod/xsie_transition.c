@@ -5,12 +5,14 @@
  *  - immediate: at once;
  *  - per-thread: a thread uses the new values inside safe-span executions it entered after the
  *    switch; executions already running finish with the old values (kretprobes track entries);
- *  - global: one stop_machine() counts the frames of every thread inside a safe span; entry and
+ *  - global: one stop_machine() counts the frames of every thread inside a safe span (reliable
+ *    unwinder; tried again while some stack is not reliable, refused after that); entry and
  *    exit probes then keep that count, and the exit that brings it to zero switches all consts of
  *    the transaction (self-converging reference count). The monitors are removed afterwards.
  */
 #define pr_fmt(fmt) "xsie: " fmt
 
+#include <linux/delay.h>
 #include <linux/kprobes.h>
 #include <linux/rcupdate.h>
 #include <linux/sched/signal.h>
@@ -25,8 +27,8 @@ struct xsie_group xsie_groups[XSIE_MAX_CONSTS];
 
 /* Disarming returns only once the optimizer has put the original bytes back. */
 static void (*xsie_wait_optimizer)(void);
-static unsigned int (*xsie_stack_save_tsk)(struct task_struct *task, unsigned long *store,
-					   unsigned int size, unsigned int skipnr);
+static int (*xsie_stack_save_reliable)(struct task_struct *task, unsigned long *store,
+				       unsigned int size);
 
 /* Removes the monitors of completed global transitions (cannot be done from a handler). */
 static void xsie_monitors_reap(struct work_struct *work);
@@ -271,30 +273,56 @@ undo:
 }
 
 /* Is @addr inside a safe span of @g? A function's first byte is not: its entry probe counts. */
+/* A return address inside [start, end) (never start itself: it follows a call). */
+static bool xsie_in_range(unsigned long addr, unsigned long start, unsigned long end)
+{
+	return addr > start && addr < end;
+}
+
 static bool xsie_in_safe(struct xsie_group *g, unsigned long addr)
 {
 	struct xsie_safe *ss;
 	u32 i, j;
 
-	xsie_for_each_safe(g, i, j, ss) if (addr > ss->start && addr < ss->end) return true;
+	xsie_for_each_safe(g, i, j, ss)
+	{
+		if (xsie_in_range(addr, ss->start, ss->end) ||
+		    xsie_in_range(addr, ss->cold_start, ss->cold_end))
+			return true;
+	}
 	return false;
 }
 
 #define XSIE_STACK_DEPTH 128
 static unsigned long xsie_stack[XSIE_STACK_DEPTH];
 
-/* stop_machine() callback: every other CPU spins, so no thread moves while stacks are read. */
+#define XSIE_COUNT_TRIES 10
+static pid_t xsie_unreliable_pid; /* the last task whose stack could not be read reliably */
+
+/*
+ * stop_machine() callback: every other CPU spins, so no thread moves while stacks are read. The
+ * tasks on a CPU now are the stopper threads running this; every other stack is read with the
+ * reliable unwinder (as livepatch does). Return: 0, or -EAGAIN when a stack was not reliable
+ * (e.g. a task interrupted mid-function): the caller tries again a little later.
+ */
 static int xsie_count_inside(void *data)
 {
 	struct xsie_group *g = data;
 	struct task_struct *p, *t;
-	unsigned int n, i;
 	long inside = 0;
+	int n, i;
 
 	rcu_read_lock();
 	for_each_process_thread(p, t)
 	{
-		n = xsie_stack_save_tsk(t, xsie_stack, XSIE_STACK_DEPTH, 0);
+		if (READ_ONCE(t->on_cpu))
+			continue;
+		n = xsie_stack_save_reliable(t, xsie_stack, XSIE_STACK_DEPTH);
+		if (n < 0 || n == XSIE_STACK_DEPTH) {
+			xsie_unreliable_pid = t->pid;
+			rcu_read_unlock();
+			return -EAGAIN;
+		}
 		for (i = 0; i < n; i++)
 			if (xsie_in_safe(g, xsie_stack[i]))
 				inside++;
@@ -357,7 +385,19 @@ int xsie_group_arm(struct xsie_group *g)
 		WRITE_ONCE(g->active, 1);
 		break;
 	case XSIE_MODE_GLOBAL:
-		stop_machine(xsie_count_inside, g, NULL);
+		for (i = 0; i < XSIE_COUNT_TRIES; i++) {
+			ret = stop_machine(xsie_count_inside, g, NULL);
+			if (ret != -EAGAIN)
+				break;
+			msleep(20);
+		}
+		if (ret) {
+			pr_warn("global transition refused: the stack of task %d is not reliable "
+				"after %d tries\n",
+				xsie_unreliable_pid, XSIE_COUNT_TRIES);
+			xsie_monitors_unregister(g);
+			goto undo_all;
+		}
 		if (READ_ONCE(g->active))
 			xsie_monitors_unregister(g);
 		break;
@@ -412,10 +452,11 @@ int xsie_transition_init(void)
 {
 	int i;
 
-	xsie_stack_save_tsk = (void *)xsie_symbol("stack_trace_save_tsk");
+	xsie_stack_save_reliable = (void *)xsie_symbol("stack_trace_save_tsk_reliable");
 	xsie_wait_optimizer = (void *)xsie_symbol("wait_for_kprobe_optimizer");
-	if (!xsie_stack_save_tsk || !xsie_wait_optimizer) {
-		pr_err("cannot locate stack_trace_save_tsk or wait_for_kprobe_optimizer\n");
+	if (!xsie_stack_save_reliable || !xsie_wait_optimizer) {
+		pr_err("cannot locate stack_trace_save_tsk_reliable or "
+		       "wait_for_kprobe_optimizer\n");
 		return -ENOENT;
 	}
 	for (i = 0; i < XSIE_MAX_CONSTS; i++)

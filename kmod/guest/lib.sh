@@ -11,6 +11,7 @@ check() { # check NAME DETAIL COND...: PASS when the command COND succeeds
 	if "$@"; then pass "$name" "$detail"; else fail "$name" "$detail"; fi
 }
 metric() { echo "XSIE-METRIC $1 $2"; }
+dmesg_has() { dmesg | grep -q "$1"; }
 field() { # field KEY <<< "k=v k2=v2": the value of KEY
 	tr ' ' '\n' | sed -n "s/^$1=//p" | head -n 1
 }
@@ -18,8 +19,8 @@ ensure_xsie() { grep -q '^xsie ' /proc/modules || insmod /xsie/modules/xsie.ko; 
 const_id() { # the id of a perf-const in the spans file
 	sed -n "s/^const \([0-9]*\) $1\$/\1/p" /xsie/spans.txt
 }
-load_const() { # load the span and safe lines of one const id
-	grep -E "^(span|safe) $1 " /xsie/spans.txt > /tmp/const-$1.txt
+load_const() { # load the kernel line, then the span, safe and range lines of one const id
+	grep -E "^(kernel |(span|safe|range) $1 )" /xsie/spans.txt > /tmp/const-$1.txt
 	$XSIECTL load /tmp/const-$1.txt
 }
 

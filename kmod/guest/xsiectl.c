@@ -3,7 +3,9 @@
  * xsiectl: drive /dev/xsie from the shell (the guest tests, and people).
  *
  *   xsiectl load FILE             load the spans file (written by `xtune analyze --kernel`)
- *   xsiectl set ID VALUE          write V into the value page (no system call on the hot path)
+ *   xsiectl set ID VALUE          set V (refused outside the const's range)
+ *   xsiectl store ID VALUE        store V into the value page as xrtd does (no system call; a
+ *                                 value out of range is not applied)
  *   xsiectl arm ID MODE           MODE: immediate | per-thread | global
  *   xsiectl txn MODE ID...        arm several consts in one transaction
  *   xsiectl txn-abort ID...       begin, add, abort: nothing may change
@@ -13,8 +15,10 @@
  *   xsiectl clock                 CLOCK_MONOTONIC in ns (busybox has no finer clock)
  *
  * Spans file lines:
+ *   kernel BUILD_ID               (first: the kernel build the spans are for)
  *   span ID set|scale|cmp FUNC CHECK_OFF HEXBYTES PROBE_OFF REG WIDTH A B V0 [PRE_ADD]
  *   safe ID FUNC EXIT[,EXIT...]
+ *   range ID MIN MAX              (after the const's spans)
  * Every command prints how long the kernel took (…_ns=) so benchmarks can use it.
  */
 #include <errno.h>
@@ -132,6 +136,33 @@ static int cmd_load(int fd, const char *path)
 			if (ret)
 				return die(where);
 			spans++;
+		} else if (!strncmp(line, "kernel ", 7)) {
+			struct xsie_kernel k = {0};
+			char hex[2 * XSIE_BUILD_ID_LEN + 1] = "";
+
+			if (sscanf(line + 7, "%40s", hex) != 1 ||
+			    strlen(hex) != 2 * XSIE_BUILD_ID_LEN) {
+				fprintf(stderr,
+					"xsiectl: %s: a kernel line needs a 20-byte build id\n",
+					where);
+				return 1;
+			}
+			for (int i = 0; i < XSIE_BUILD_ID_LEN; i++)
+				sscanf(hex + 2 * i, "%2hhx", &k.build_id[i]);
+			if (ioctl(fd, XSIE_IOC_KERNEL, &k))
+				return die(where);
+		} else if (!strncmp(line, "range ", 6)) {
+			struct xsie_range range = {0};
+			long long min, max;
+
+			if (sscanf(line + 6, "%u %lld %lld", &range.const_id, &min, &max) != 3) {
+				fprintf(stderr, "xsiectl: %s: a range needs ID MIN MAX\n", where);
+				return 1;
+			}
+			range.min = min;
+			range.max = max;
+			if (ioctl(fd, XSIE_IOC_LOAD_RANGE, &range))
+				return die(where);
 		} else if (!strncmp(line, "safe ", 5)) {
 			if (parse_safe(line + 5, &safe, where))
 				return 1;
@@ -212,7 +243,8 @@ int main(int argc, char **argv)
 	}
 	if (argc < 3) {
 		fprintf(stderr,
-			"usage: xsiectl load FILE | set ID V | arm ID MODE | txn MODE ID... | "
+			"usage: xsiectl load FILE | set ID V | store ID V | arm ID MODE | txn MODE "
+			"ID... | "
 			"txn-abort ID... | disarm ID | unload ID | status ID | wait ID MS\n");
 		return 2;
 	}
@@ -227,6 +259,11 @@ int main(int argc, char **argv)
 		return cmd_txn(fd, argc - 2, argv + 2, 0);
 	id = strtoul(argv[2], NULL, 0);
 	if (!strcmp(argv[1], "set") && argc == 4) {
+		struct xsie_value v = {.const_id = id, .value = strtoll(argv[3], NULL, 0)};
+
+		return ioctl(fd, XSIE_IOC_SET, &v) ? die("set") : 0;
+	}
+	if (!strcmp(argv[1], "store") && argc == 4) {
 		struct xsie_value_page *page =
 			mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 

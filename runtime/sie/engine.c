@@ -152,7 +152,9 @@ static int busy(struct target *t, const struct sie_plan *p, const struct sie_sta
 			if (!target_read(t, r.rsp & ~7ull, stack, got))
 				break;
 		for (size_t k = 0; got >= 4096 && k < got / 8 && !th->busy; k++)
-			if (in_ranges(p, s->bias, stack[k], &name)) {
+			if (in_ranges(p, s->bias, stack[k], &name) ||
+			    (stack[k] >= s->tramp_addr &&
+			     stack[k] < s->tramp_addr + s->tramp_size && (name = "(trampoline)"))) {
 				snprintf(why, whylen,
 					 "thread %d has a return address %#lx in a safe span of %s",
 					 th->tid, stack[k], name);
@@ -190,8 +192,8 @@ static void rewind_traps(struct target *t, const struct sie_plan *p)
  * Stop the world at a moment when no thread is in a safe span. Threads outside stay stopped
  * while the ones inside run on until they leave (or the time is up: refused, nothing changed).
  */
-static int quiesce(struct target *t, const struct sie_plan *p, const struct sie_state *s,
-		   const struct sie_opts *o, char err[SIE_ERR_LEN])
+int sie_quiesce(struct target *t, const struct sie_plan *p, const struct sie_state *s,
+		const struct sie_opts *o, char err[SIE_ERR_LEN])
 {
 	uint64_t deadline = now_ms() + (uint64_t)o->timeout_ms;
 	char why[256];
@@ -278,8 +280,12 @@ static uint64_t build_page(struct sie_plan *p, struct sie_state *s, uint8_t *pag
 			const struct sie_reloc_ent *r = &sp->relocs[k];
 
 			if (r->kind == SIE_RELOC_KNOB) {
-				uint64_t a = s->knob_addr + XT_KNOB_SLOT_OFFSET(sp->slot) +
-					     __builtin_offsetof(struct xt_knob_slot, applied);
+				uint64_t a =
+					p->own_values
+						? s->values_addr + 8 * (uint64_t)sp->cidx
+						: s->knob_addr + XT_KNOB_SLOT_OFFSET(sp->slot) +
+							  __builtin_offsetof(struct xt_knob_slot,
+									     applied);
 				memcpy(code + r->offset, &a, 8);
 			} else {
 				int32_t rel = (int32_t)(r->target + s->bias -
@@ -304,6 +310,34 @@ static uint64_t page_bytes(const struct sie_plan *p)
 	for (int i = 0; i < p->nspans; i++)
 		n += ((uint64_t)p->spans[i].tramp_len + 5 + TRAMP_ALIGN - 1) & ~(TRAMP_ALIGN - 1ul);
 	return (n + PAGE - 1) & ~(PAGE - 1);
+}
+
+/* The trampolines, then (engine-owned values) one page of value words, one per perf-const. */
+static uint64_t map_bytes(const struct sie_plan *p)
+{
+	return page_bytes(p) + (p->own_values ? PAGE : 0);
+}
+
+/* Every span has a `const` line, whose original value starts in its word. */
+static int init_values(struct target *t, const struct sie_plan *p, struct sie_state *s,
+		       char err[SIE_ERR_LEN])
+{
+	int64_t words[SIE_MAX_CONSTS];
+
+	s->values_addr = s->tramp_addr + page_bytes(p);
+	for (int i = 0; i < p->nspans; i++)
+		if (p->spans[i].cidx < 0) {
+			snprintf(err, SIE_ERR_LEN, "plan: span of %s has no `const` line",
+				 p->spans[i].name);
+			return -1;
+		}
+	for (int k = 0; k < p->nconsts; k++)
+		words[k] = p->consts[k].original;
+	if (p->nconsts && target_write(t, s->values_addr, words, 8 * (size_t)p->nconsts)) {
+		snprintf(err, SIE_ERR_LEN, "pid %d: cannot write the value words", t->pid);
+		return -1;
+	}
+	return 0;
 }
 
 static void unmap_remote(struct target *t, struct sie_state *s)
@@ -357,7 +391,7 @@ static int map_knobs(struct target *t, const struct sie_plan *p, struct sie_stat
 static int map_trampolines(struct target *t, const struct sie_plan *p, struct sie_state *s,
 			   char err[SIE_ERR_LEN])
 {
-	uint64_t size = page_bytes(p), cand;
+	uint64_t size = map_bytes(p), cand;
 	long addr;
 
 	for (int attempt = 0; attempt < 8; attempt++) {
@@ -402,8 +436,10 @@ int sie_arm_stopped(struct target *t, struct sie_plan *p, const struct sie_opts 
 	uint8_t patch[SIE_MAX_BYTES];
 	int i;
 
-	if (check_bytes(t, p, s->bias, 1, err) || map_knobs(t, p, s, err) ||
-	    map_trampolines(t, p, s, err) || spans_reachable(p, s, err))
+	s->start_time = t->start_time;
+	if (sie_check_identity(t->pid, p, err) || check_bytes(t, p, s->bias, 1, err) ||
+	    (!p->own_values && map_knobs(t, p, s, err)) || map_trampolines(t, p, s, err) ||
+	    spans_reachable(p, s, err) || (p->own_values && init_values(t, p, s, err)))
 		goto undo;
 	memset(page, 0xcc, sizeof(page));
 	build_page(p, s, page);
@@ -411,7 +447,7 @@ int sie_arm_stopped(struct target *t, struct sie_plan *p, const struct sie_opts 
 		snprintf(err, SIE_ERR_LEN, "pid %d: cannot write the trampoline page", t->pid);
 		goto undo;
 	}
-	if (quiesce(t, p, s, o, err) || check_bytes(t, p, s->bias, 1, err))
+	if (sie_quiesce(t, p, s, o, err) || check_bytes(t, p, s->bias, 1, err))
 		goto undo;
 	for (i = 0; i < p->nspans; i++) {
 		patch_bytes(&p->spans[i], patch);
@@ -456,7 +492,7 @@ int sie_disarm_stopped(struct target *t, struct sie_plan *p, const struct sie_op
 	uint8_t live[SIE_MAX_BYTES], patch[SIE_MAX_BYTES];
 
 	build_page(p, s, scratch); /* recomputes each span's live and trampoline addresses */
-	if (quiesce(t, p, s, o, err))
+	if (sie_quiesce(t, p, s, o, err))
 		return -1;
 	for (int i = 0; i < p->nspans; i++) {
 		struct sie_span *sp = &p->spans[i];
@@ -489,6 +525,16 @@ int sie_disarm(struct sie_plan *p, const struct sie_opts *o, struct sie_state *s
 
 	if (target_attach(&t, s->pid, err))
 		return -1;
+	/* Checked once attached: from then on the pid cannot be reused under us. */
+	if (t.start_time != s->start_time) {
+		snprintf(
+			err, SIE_ERR_LEN,
+			"refused: pid %d is another process now (started at %llu, the armed one at "
+			"%llu); the armed process is gone with its patches, nothing to disarm",
+			s->pid, t.start_time, s->start_time);
+		target_detach(&t);
+		return -1;
+	}
 	rc = sie_disarm_stopped(&t, p, o, s, err);
 	target_detach(&t);
 	return rc;

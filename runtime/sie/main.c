@@ -5,18 +5,28 @@
  *   xsie-user arm    --pid PID --plan PLAN --state STATE [--timeout-ms N]
  *   xsie-user disarm --plan PLAN --state STATE [--timeout-ms N]
  *   xsie-user serve  --pid PID --plan PLAN --state STATE [--timeout-ms N]
+ *   xsie-user run    --pid PID --plan PLAN --state STATE [--timeout-ms N] [--control SOCKET]
  *
  * `serve` is the int3 fallback: it arms, prints "armed" once the state file is written, stays
  * attached serving breakpoint hits, and disarms on SIGTERM/SIGINT (then removes the state file).
+ * `run` arms with engine-owned values, prints "armed" (state file written) and takes "set NAME
+ * VALUE" lines, answering each once the value is in effect ("ok ...") or refused ("err ..."): on
+ * stdin/stdout (xrtd's sie-user backend; the end of stdin disarms), or with --control one command
+ * per connection on a unix socket it creates (`xtune sie`; SIGTERM or "disarm" disarms).
+ * --timeout-ms bounds each change's wait for quiescence.
  *
  * Exit status 0 on success; otherwise one line on stderr says what was refused and why, and the
  * target is left running unpatched (arm) or as it was (disarm).
  */
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,7 +47,7 @@ static void served(const struct sie_state *st)
 
 	if (sie_state_write(state_path, st, err))
 		fprintf(stderr, "xsie-user: %s\n", err);
-	printf("armed pid %d (serving breakpoints as pid %d)\n", st->pid, st->server);
+	printf("armed pid %d (engine pid %d)\n", st->pid, st->server);
 	fflush(stdout);
 }
 
@@ -54,11 +64,52 @@ static int serve(int pid, struct sie_plan *plan, const struct sie_opts *o, struc
 	return 0;
 }
 
+/* A unix socket only we can reach; an existing file of that name is refused, not replaced. */
+static int control_socket(const char *path, char err[SIE_ERR_LEN])
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	int fd;
+
+	if (strlen(path) >= sizeof(a.sun_path)) {
+		snprintf(err, SIE_ERR_LEN, "control socket %s: path too long", path);
+		return -1;
+	}
+	strcpy(a.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	umask(077);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 16)) {
+		snprintf(err, SIE_ERR_LEN, "control socket %s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int run(int pid, struct sie_plan *plan, const struct sie_opts *o, struct sie_state *st,
+	       const char *control, char err[SIE_ERR_LEN])
+{
+	struct sie_ctl ctl = {.in = 0, .out = 1, .listen_fd = -1};
+	int rc;
+
+	signal(SIGPIPE, SIG_IGN);
+	if (control && (ctl.listen_fd = control_socket(control, err)) < 0)
+		return -1;
+	rc = sie_run(pid, plan, o, st, &ctl, served, err);
+	if (control)
+		unlink(control);
+	if (!rc)
+		unlink(state_path);
+	return rc;
+}
+
 static void usage(void)
 {
 	fprintf(stderr,
 		"usage: xsie-user arm --pid PID --plan PLAN --state STATE [--timeout-ms N]\n"
-		"       xsie-user disarm --plan PLAN --state STATE [--timeout-ms N]\n");
+		"       xsie-user disarm --plan PLAN --state STATE [--timeout-ms N]\n"
+		"       xsie-user serve|run --pid PID --plan PLAN --state STATE [--timeout-ms "
+		"N]\n");
 	exit(2);
 }
 
@@ -73,13 +124,17 @@ static double ms_since(const struct timespec *a)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"pid", required_argument, 0, 'p'},   {"plan", required_argument, 0, 'l'},
-		{"state", required_argument, 0, 's'}, {"timeout-ms", required_argument, 0, 't'},
-		{"verbose", no_argument, 0, 'v'},     {0, 0, 0, 0},
+		{"pid", required_argument, 0, 'p'},
+		{"plan", required_argument, 0, 'l'},
+		{"state", required_argument, 0, 's'},
+		{"timeout-ms", required_argument, 0, 't'},
+		{"verbose", no_argument, 0, 'v'},
+		{"control", required_argument, 0, 'c'},
+		{0, 0, 0, 0},
 	};
 	static struct sie_plan plan;
 	struct sie_opts o = {.timeout_ms = 2000};
-	const char *plan_path = NULL;
+	const char *plan_path = NULL, *control = NULL;
 	struct sie_state st;
 	char err[SIE_ERR_LEN] = "";
 	struct timespec t0;
@@ -103,6 +158,9 @@ int main(int argc, char **argv)
 			break;
 		case 'v':
 			o.verbose = 1;
+			break;
+		case 'c':
+			control = optarg;
 			break;
 		default:
 			usage();
@@ -128,6 +186,12 @@ int main(int argc, char **argv)
 		if (pid <= 0)
 			usage();
 		rc = serve(pid, &plan, &o, &st, err);
+	} else if (!strcmp(argv[1], "run")) {
+		if (pid <= 0)
+			usage();
+		rc = run(pid, &plan, &o, &st, control, err);
+		if (rc)
+			printf("err %s\n", err);
 	} else if (!strcmp(argv[1], "disarm")) {
 		rc = sie_state_read(state_path, &st, err);
 		if (!rc)

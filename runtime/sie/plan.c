@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * Plan and state files: one record per line, space-separated, hex for bytes and addresses.
- * Plan lines: "knobs PATH SIZE", "load_vaddr VADDR", "const NAME ORIGINAL" (for xrtd), "span ...".
+ * Plan lines: "knobs PATH SIZE", "load_vaddr VADDR", "binary BUILD_ID SHA256",
+ * "const NAME ORIGINAL [MIN MAX MULTIPLE_OF POW2]" (MIN/MAX "-" when not validated), "span ...".
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +88,63 @@ static int parse_span(char *line, struct sie_span *sp)
 #undef NEXT
 }
 
+static int parse_bound(const char *tok, int64_t none, int64_t *out)
+{
+	char *end;
+
+	if (!strcmp(tok, "-")) {
+		*out = none;
+		return 0;
+	}
+	errno = 0;
+	*out = strtoll(tok, &end, 10);
+	return errno || *end ? -1 : 0;
+}
+
+/* const NAME ORIGINAL [MIN MAX MULTIPLE_OF POW2] */
+static int parse_const(const char *line, struct sie_const *c)
+{
+	char lo[32], hi[32];
+	long long orig, mult = 1;
+	int pow2 = 0, n;
+
+	memset(c, 0, sizeof(*c));
+	n = sscanf(line, "const %63s %lld %31s %31s %lld %d", c->name, &orig, lo, hi, &mult, &pow2);
+	if (n != 2 && n != 6)
+		return -1;
+	c->original = orig;
+	c->min = INT64_MIN;
+	c->max = INT64_MAX;
+	c->multiple_of = mult;
+	c->power_of_two = pow2;
+	if (n == 6 && (parse_bound(lo, INT64_MIN, &c->min) || parse_bound(hi, INT64_MAX, &c->max) ||
+		       mult < 1 || (pow2 != 0 && pow2 != 1) || c->min > c->max))
+		return -1;
+	return 0;
+}
+
+int sie_value_check(const struct sie_const *c, int64_t v, char err[SIE_ERR_LEN])
+{
+	const char *why = NULL;
+
+	if (v < c->min)
+		why = "below the range the analysis holds for";
+	else if (v > c->max)
+		why = "above the range the analysis holds for";
+	else if (v % c->multiple_of)
+		why = "not a multiple of the analysis's divisor";
+	else if (c->power_of_two && (v <= 0 || (v & (v - 1))))
+		why = "not a power of two";
+	if (!why)
+		return 0;
+	snprintf(err, SIE_ERR_LEN,
+		 "refused: %s = %lld is %s (range [%lld, %lld], multiple of %lld%s); the value in "
+		 "effect is unchanged",
+		 c->name, (long long)v, why, (long long)c->min, (long long)c->max,
+		 (long long)c->multiple_of, c->power_of_two ? ", power of two" : "");
+	return -1;
+}
+
 int sie_plan_read(const char *path, struct sie_plan *p, char err[SIE_ERR_LEN])
 {
 	char line[8192];
@@ -104,11 +163,21 @@ int sie_plan_read(const char *path, struct sie_plan *p, char err[SIE_ERR_LEN])
 				goto bad;
 		} else if (!strncmp(line, "load_vaddr ", 11)) {
 			p->load_vaddr = strtoull(line + 11, NULL, 16);
+		} else if (!strncmp(line, "binary ", 7)) {
+			if (sscanf(line, "binary %128s", p->build_id) != 1)
+				goto bad;
+			if (!strcmp(p->build_id, "-"))
+				p->build_id[0] = 0;
+		} else if (!strncmp(line, "const ", 6)) {
+			if (p->nconsts == SIE_MAX_CONSTS ||
+			    parse_const(line, &p->consts[p->nconsts]))
+				goto bad;
+			p->nconsts++;
 		} else if (!strncmp(line, "span ", 5)) {
 			if (p->nspans == SIE_MAX_SPANS || parse_span(line, &p->spans[p->nspans]))
 				goto bad;
 			p->nspans++;
-		} else if (strncmp(line, "const ", 6) && line[0] != '#' && line[0] != '\n') {
+		} else if (line[0] != '#' && line[0] != '\n') {
 			goto bad;
 		}
 	}
@@ -117,6 +186,12 @@ int sie_plan_read(const char *path, struct sie_plan *p, char err[SIE_ERR_LEN])
 		snprintf(err, SIE_ERR_LEN, "plan %s: needs a knobs line and at least one span",
 			 path);
 		return -1;
+	}
+	for (int i = 0; i < p->nspans; i++) {
+		p->spans[i].cidx = -1;
+		for (int k = 0; k < p->nconsts; k++)
+			if (!strcmp(p->spans[i].name, p->consts[k].name))
+				p->spans[i].cidx = k;
 	}
 	return 0;
 bad:
@@ -135,10 +210,11 @@ int sie_state_read(const char *path, struct sie_state *s, char err[SIE_ERR_LEN])
 		snprintf(err, SIE_ERR_LEN, "state %s: %s", path, strerror(errno));
 		return -1;
 	}
-	n = fscanf(f, "pid %d bias %lx tramp %lx %lx knobs %lx %lx server %d", &s->pid, &s->bias,
-		   &s->tramp_addr, &s->tramp_size, &s->knob_addr, &s->knob_size, &s->server);
+	n = fscanf(f, "pid %d bias %lx tramp %lx %lx knobs %lx %lx server %d start %llu", &s->pid,
+		   &s->bias, &s->tramp_addr, &s->tramp_size, &s->knob_addr, &s->knob_size,
+		   &s->server, &s->start_time);
 	fclose(f);
-	if (n != 7) {
+	if (n != 8) {
 		snprintf(err, SIE_ERR_LEN, "state %s: malformed", path);
 		return -1;
 	}
@@ -156,8 +232,9 @@ int sie_state_write(const char *path, const struct sie_state *s, char err[SIE_ER
 		snprintf(err, SIE_ERR_LEN, "state %s: %s", tmp, strerror(errno));
 		return -1;
 	}
-	fprintf(f, "pid %d bias %lx tramp %lx %lx knobs %lx %lx server %d\n", s->pid, s->bias,
-		s->tramp_addr, s->tramp_size, s->knob_addr, s->knob_size, s->server);
+	fprintf(f, "pid %d bias %lx tramp %lx %lx knobs %lx %lx server %d start %llu\n", s->pid,
+		s->bias, s->tramp_addr, s->tramp_size, s->knob_addr, s->knob_size, s->server,
+		s->start_time);
 	if (fclose(f) || rename(tmp, path)) {
 		snprintf(err, SIE_ERR_LEN, "state %s: %s", path, strerror(errno));
 		return -1;

@@ -8,10 +8,13 @@
  * slot, safe spans, byte-exact disarm) is the same as for jumps.
  */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,39 +30,32 @@ static struct thread *find(struct target *t, pid_t tid)
 	return NULL;
 }
 
-static struct thread *add(struct target *t, pid_t tid)
-{
-	struct thread *th = find(t, tid);
-
-	if (th || t->nthreads == TARGET_MAX_THREADS)
-		return th;
-	th = &t->threads[t->nthreads++];
-	memset(th, 0, sizeof(*th));
-	th->tid = tid;
-	return th;
-}
-
 /* Handle one ptrace event; a breakpoint hit is sent to its trampoline. Returns -1 when idle. */
 static int serve_one(struct target *t, const struct sie_plan *p, int block)
 {
 	struct user_regs_struct r;
 	struct thread *th;
-	unsigned long msg;
 	int st, sig = 0;
 	pid_t tid = waitpid(-1, &st, __WALL | (block ? 0 : WNOHANG));
 
 	if (tid <= 0)
 		return -1;
-	th = add(t, tid);
-	if (!th)
+	th = find(t, tid);
+	if (!th) { /* a new thread or fork child, before its parent's event */
+		if (WIFSTOPPED(st))
+			target_unknown_stop(t, tid);
 		return 0;
+	}
 	if (WIFEXITED(st) || WIFSIGNALED(st)) {
 		th->gone = 1;
 		return 0;
 	}
-	if (st >> 16 == PTRACE_EVENT_CLONE) {
-		if (!ptrace(PTRACE_GETEVENTMSG, tid, 0, &msg))
-			add(t, (pid_t)msg);
+	if (st >> 16 && st >> 16 != PTRACE_EVENT_STOP) {
+		int n = t->nthreads;
+
+		target_event(t, tid, st); /* a new thread is left stopped: let it run */
+		if (t->nthreads > n && !t->holding)
+			ptrace(PTRACE_CONT, t->threads[n].tid, 0, 0);
 	} else if (st >> 16 == 0 && WSTOPSIG(st) == SIGTRAP &&
 		   !ptrace(PTRACE_GETREGS, tid, 0, &r)) {
 		sig = SIGTRAP;
@@ -147,40 +143,194 @@ static void drain_traps(struct target *t, const struct sie_plan *p)
 	}
 }
 
+/* Seize, arm and stay attached as the tracer (following clones). */
+static int arm_attached(struct target *t, pid_t pid, struct sie_plan *p, const struct sie_opts *o,
+			struct sie_state *s, char err[SIE_ERR_LEN])
+{
+	memset(s, 0, sizeof(*s));
+	s->pid = pid;
+	if (sie_find_bias(pid, p->load_vaddr, &s->bias, err) || target_attach(t, pid, err))
+		return -1;
+	if (sie_arm_stopped(t, p, o, s, err)) {
+		target_detach(t);
+		return -1;
+	}
+	/* Fork children get the original bytes back and run free; exec ends the attachment. */
+	t->plan = p;
+	for (int i = 0; i < t->nthreads; i++)
+		ptrace(PTRACE_SETOPTIONS, t->threads[i].tid, 0,
+		       PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK |
+			       PTRACE_O_TRACEEXEC);
+	s->server = getpid();
+	return 0;
+}
+
+/* Disarm: quiesce while still serving hits, restore the bytes, detach. */
+static int disarm_attached(struct target *t, struct sie_plan *p, const struct sie_opts *o,
+			   struct sie_state *s, char err[SIE_ERR_LEN])
+{
+	struct sie_opts so = *o;
+
+	so.pause = serve_pause;
+	so.timeout_ms = o->timeout_ms * 10;
+	t->holding = 1;
+	if (target_stop(t, 0, err) || sie_disarm_stopped(t, p, &so, s, err)) {
+		target_detach(t);
+		return -1;
+	}
+	drain_traps(t, p);
+	target_detach(t);
+	return 0;
+}
+
+/* The process exited or called exec: nothing of ours is left in it; let it go. */
+static int ended(struct target *t, char err[SIE_ERR_LEN])
+{
+	if (!t->threads[0].gone && !t->execed)
+		return 0;
+	snprintf(
+		err, SIE_ERR_LEN,
+		t->execed
+			? "pid %d called exec: its new program runs unpatched; the engine let it go"
+			: "pid %d exited",
+		t->pid);
+	target_detach(t);
+	return 1;
+}
+
 int sie_serve(pid_t pid, struct sie_plan *p, const struct sie_opts *o, struct sie_state *s,
 	      volatile int *stop, void (*ready)(const struct sie_state *s), char err[SIE_ERR_LEN])
 {
 	static struct target t;
-	struct sie_opts so = *o;
 
-	memset(s, 0, sizeof(*s));
-	s->pid = pid;
-	if (sie_find_bias(pid, p->load_vaddr, &s->bias, err) || target_attach(&t, pid, err))
+	if (arm_attached(&t, pid, p, o, s, err))
 		return -1;
-	if (sie_arm_stopped(&t, p, o, s, err)) {
-		target_detach(&t);
-		return -1;
-	}
-	for (int i = 0; i < t.nthreads; i++)
-		ptrace(PTRACE_SETOPTIONS, t.threads[i].tid, 0, PTRACE_O_TRACECLONE);
-	s->server = getpid();
 	ready(s);
 	target_resume(&t, 0);
-	while (!*stop && !t.threads[0].gone)
+	while (!*stop && !t.threads[0].gone && !t.execed)
 		if (serve_one(&t, p, 1) && errno == ECHILD)
 			break;
-	if (t.threads[0].gone) {
-		snprintf(err, SIE_ERR_LEN, "pid %d exited", pid);
-		return 0;
+	if (ended(&t, err))
+		return t.execed ? -1 : 0;
+	return disarm_attached(&t, p, o, s, err);
+}
+
+/* One control line: "set NAME VALUE" (answered "ok NAME VALUE" or "err REASON") or "disarm". */
+static int command(struct target *t, struct sie_plan *p, const struct sie_opts *o,
+		   struct sie_state *s, const char *line, int out)
+{
+	char name[64], err[SIE_ERR_LEN] = "";
+	long long v;
+
+	if (!strcmp(line, "disarm")) {
+		dprintf(out, "ok disarming\n");
+		return 1;
 	}
-	/* Disarm: quiesce while still serving hits, restore the bytes, detach. */
-	so.pause = serve_pause;
-	so.timeout_ms = o->timeout_ms * 10;
-	if (target_stop(&t, 0, err) || sie_disarm_stopped(&t, p, &so, s, err)) {
-		target_detach(&t);
+	if (sscanf(line, "set %63s %lld", name, &v) != 2)
+		snprintf(err, sizeof(err), "malformed command '%.100s'", line);
+	else if (t->threads[0].gone)
+		snprintf(err, sizeof(err), "pid %d exited", t->pid);
+	else if (!sie_set_value(t, p, s, o, name, v, err))
+		dprintf(out, "ok %s %lld\n", name, v);
+	if (err[0])
+		dprintf(out, "err %s\n", err);
+	return 0;
+}
+
+/* Lines from a stream; returns 1 on "disarm", -1 at its end, else 0. */
+static int stream_in(struct target *t, struct sie_plan *p, const struct sie_opts *o,
+		     struct sie_state *s, int in, int out)
+{
+	static char buf[4096];
+	static size_t have;
+	char *nl;
+	ssize_t n = read(in, buf + have, sizeof(buf) - 1 - have);
+	int done = 0;
+
+	if (n <= 0)
+		return -1;
+	have += (size_t)n;
+	buf[have] = 0;
+	while (!done && (nl = strchr(buf, '\n'))) {
+		*nl = 0;
+		done = command(t, p, o, s, buf, out);
+		have -= (size_t)(nl + 1 - buf);
+		memmove(buf, nl + 1, have + 1);
+	}
+	if (have == sizeof(buf) - 1)
+		have = 0; /* an overlong line: dropped */
+	return done;
+}
+
+/* One connection on the control socket: one command line, one reply. */
+static int socket_in(struct target *t, struct sie_plan *p, const struct sie_opts *o,
+		     struct sie_state *s, int lfd)
+{
+	char line[256];
+	size_t n = 0;
+	int c = accept(lfd, NULL, NULL), done = 0;
+
+	if (c < 0)
+		return 0;
+	while (n < sizeof(line) - 1) {
+		struct pollfd pfd = {.fd = c, .events = POLLIN};
+
+		if (poll(&pfd, 1, 2000) <= 0 || read(c, line + n, 1) != 1 || line[n] == '\n')
+			break;
+		n++;
+	}
+	line[n] = 0;
+	done = command(t, p, o, s, line, c);
+	close(c);
+	return done;
+}
+
+int sie_run(pid_t pid, struct sie_plan *p, const struct sie_opts *o, struct sie_state *s,
+	    const struct sie_ctl *ctl, void (*ready)(const struct sie_state *s),
+	    char err[SIE_ERR_LEN])
+{
+	static struct target t;
+	struct sie_opts so = *o;
+	sigset_t mask;
+	int sfd, done = 0;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0) {
+		snprintf(err, SIE_ERR_LEN, "signalfd: %s", strerror(errno));
 		return -1;
 	}
-	drain_traps(&t, p);
-	target_detach(&t);
-	return 0;
+	p->own_values = 1;
+	so.pause = serve_pause;
+	if (arm_attached(&t, pid, p, o, s, err))
+		return -1;
+	ready(s);
+	target_resume(&t, 0);
+	while (!done && !t.threads[0].gone && !t.execed) {
+		struct pollfd fds[2] = {
+			{.fd = ctl->listen_fd >= 0 ? ctl->listen_fd : ctl->in, .events = POLLIN},
+			{.fd = sfd, .events = POLLIN}};
+		struct signalfd_siginfo si;
+
+		if (poll(fds, 2, -1) < 0 && errno != EINTR)
+			break;
+		while (read(sfd, &si, sizeof(si)) == sizeof(si))
+			if (si.ssi_signo != SIGCHLD)
+				done = 1;
+		while (!serve_one(&t, p, 0))
+			;
+		if (done || !(fds[0].revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		if (ctl->listen_fd >= 0)
+			done = socket_in(&t, p, &so, s, ctl->listen_fd);
+		else
+			done = stream_in(&t, p, &so, s, ctl->in, ctl->out) != 0;
+	}
+	if (ended(&t, err))
+		return -1;
+	return disarm_attached(&t, p, o, s, err);
 }

@@ -20,6 +20,7 @@
 #define SIE_MAX_RELOCS 8
 #define SIE_MAX_SAFE   32
 #define SIE_PATH_LEN   256
+#define SIE_MAX_CONSTS 16
 
 enum sie_patch { SIE_PATCH_JUMP, SIE_PATCH_INT3 };
 enum sie_reloc { SIE_RELOC_KNOB, SIE_RELOC_REL32 };
@@ -30,9 +31,19 @@ struct sie_reloc_ent {
 	uint64_t target; /* ELF vaddr (rel32) */
 };
 
+/* A perf-const of the plan: its original value and the values the analysis holds for. */
+struct sie_const {
+	char name[64];
+	int64_t original;
+	int64_t min, max; /* INT64_MIN / INT64_MAX when not validated */
+	int64_t multiple_of;
+	int power_of_two;
+};
+
 struct sie_span {
 	char name[64]; /* perf-const */
 	int slot;      /* knob slot */
+	int cidx;      /* its `const` line, -1 if none */
 	uint64_t vaddr;
 	enum sie_patch patch;
 	uint8_t expected[SIE_MAX_BYTES];
@@ -52,8 +63,17 @@ struct sie_plan {
 	char knobs[SIE_PATH_LEN]; /* knob table file, e.g. /dev/shm/xtune.knobs */
 	uint64_t knobs_size;
 	uint64_t load_vaddr;
+	char build_id[129]; /* hex NT_GNU_BUILD_ID of the binary, "" when not given */
+	struct sie_const consts[SIE_MAX_CONSTS];
+	int nconsts;
 	struct sie_span spans[SIE_MAX_SPANS];
 	int nspans;
+	/*
+	 * Engine-owned values (`run`): trampolines read a word per perf-const in a page the engine
+	 * maps, written only when no thread is inside the perf-const's spans; else xrtd's
+	 * `applied`.
+	 */
+	int own_values;
 };
 
 struct sie_state {
@@ -61,7 +81,9 @@ struct sie_state {
 	uint64_t bias;
 	uint64_t tramp_addr, tramp_size;
 	uint64_t knob_addr, knob_size;
-	pid_t server; /* int3 fallback: the process serving the breakpoints, 0 if none */
+	pid_t server;	      /* int3 fallback: the process serving the breakpoints, 0 if none */
+	uint64_t values_addr; /* engine-owned value words (`run` only; inside the trampoline map) */
+	unsigned long long start_time; /* of the armed process: a reused pid is refused at disarm */
 };
 
 struct target;
@@ -90,5 +112,26 @@ int sie_disarm(struct sie_plan *p, const struct sie_opts *o, struct sie_state *s
  */
 int sie_serve(pid_t pid, struct sie_plan *p, const struct sie_opts *o, struct sie_state *s,
 	      volatile int *stop, void (*ready)(const struct sie_state *s), char err[SIE_ERR_LEN]);
+
+/*
+ * `run`: like serve, with engine-owned values and a control channel: lines "set NAME VALUE" and
+ * "disarm", one reply line each ("ok ..." or "err REASON"), either on a stream (in/out; its end
+ * disarms) or one command per connection on a listening unix socket (listen_fd >= 0; SIGTERM
+ * disarms). A value is written only when no thread is inside its perf-const's spans (generation
+ * flip after quiescence).
+ */
+struct sie_ctl {
+	int in, out;
+	int listen_fd;
+};
+
+int sie_run(pid_t pid, struct sie_plan *p, const struct sie_opts *o, struct sie_state *s,
+	    const struct sie_ctl *ctl, void (*ready)(const struct sie_state *s),
+	    char err[SIE_ERR_LEN]);
+
+/* Refuse `value` for perf-const `c` when outside the plan's range or constraints. */
+int sie_value_check(const struct sie_const *c, int64_t value, char err[SIE_ERR_LEN]);
+/* Refuse when the running binary's build id differs from the plan's. */
+int sie_check_identity(pid_t pid, const struct sie_plan *p, char err[SIE_ERR_LEN]);
 
 #endif /* XTUNE_SIE_H */

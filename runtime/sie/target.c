@@ -38,6 +38,8 @@ static int wait_stopped(struct target *t, struct thread *th)
 		}
 		if (!WIFSTOPPED(st))
 			continue;
+		if (st >> 16 && st >> 16 != PTRACE_EVENT_STOP)
+			target_event(t, th->tid, st);
 		if (st >> 16 == PTRACE_EVENT_STOP || WSTOPSIG(st) == SIGTRAP)
 			return 0;
 		/* Signal-delivery stop: the thread is stopped; deliver the signal when it resumes.
@@ -45,7 +47,132 @@ static int wait_stopped(struct target *t, struct thread *th)
 		th->pending_sig = WSTOPSIG(st);
 		return 0;
 	}
-	(void)t;
+}
+
+static struct thread *add_thread(struct target *t, pid_t tid)
+{
+	struct thread *th;
+
+	if (t->nthreads == TARGET_MAX_THREADS) {
+		t->overflow = 1;
+		return NULL;
+	}
+	th = &t->threads[t->nthreads++];
+	memset(th, 0, sizeof(*th));
+	th->tid = tid;
+	return th;
+}
+
+/* A fork child: the spans' original bytes, then let go. Its only thread is stopped at fork's
+ * return, outside every span. */
+static void release_child(struct target *t, pid_t child, int restore)
+{
+	char path[64];
+	int st, fd;
+
+	int held = 0;
+
+	for (int i = 0; i < t->nheld; i++)
+		if (t->held[i] == child) {
+			t->held[i] = t->held[--t->nheld];
+			held = 1;
+			break;
+		}
+	if (!held && waitpid(child, &st, __WALL) < 0)
+		return;
+	if (restore && t->plan) {
+		snprintf(path, sizeof(path), "/proc/%d/mem", child);
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		for (int i = 0; fd >= 0 && i < t->plan->nspans; i++) {
+			const struct sie_span *sp = &t->plan->spans[i];
+
+			if (sp->live)
+				pwrite(fd, sp->expected, (size_t)sp->len, (off_t)sp->live);
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	ptrace(PTRACE_DETACH, child, 0, 0);
+}
+
+void target_event(struct target *t, pid_t tid, int status)
+{
+	unsigned long msg = 0;
+	struct thread *th;
+
+	switch (status >> 16) {
+	case PTRACE_EVENT_CLONE:
+		if (ptrace(PTRACE_GETEVENTMSG, tid, 0, &msg) || known(t, (pid_t)msg))
+			return;
+		th = add_thread(t, (pid_t)msg);
+		if (th)
+			wait_stopped(t, th);
+		else
+			ptrace(PTRACE_DETACH, (pid_t)msg, 0, 0);
+		break;
+	case PTRACE_EVENT_FORK:
+	case PTRACE_EVENT_VFORK:
+		if (!ptrace(PTRACE_GETEVENTMSG, tid, 0, &msg))
+			release_child(t, (pid_t)msg, status >> 16 == PTRACE_EVENT_FORK);
+		break;
+	case PTRACE_EVENT_EXEC:
+		t->execed = 1;
+		break;
+	}
+}
+
+static pid_t tgid_of(pid_t tid)
+{
+	char path[64], line[128];
+	int tgid = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", tid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Tgid: %d", &tgid) == 1)
+			break;
+	fclose(f);
+	return tgid;
+}
+
+void target_unknown_stop(struct target *t, pid_t tid)
+{
+	struct thread *th;
+
+	if (tgid_of(tid) != t->pid) {
+		if (t->nheld < (int)(sizeof(t->held) / sizeof(t->held[0])))
+			t->held[t->nheld++] = tid; /* released at its parent's fork event */
+		else
+			ptrace(PTRACE_DETACH, tid, 0, 0);
+		return;
+	}
+	th = add_thread(t, tid); /* its parent's clone event will find it known */
+	if (!th)
+		ptrace(PTRACE_DETACH, tid, 0, 0);
+	else if (!t->holding)
+		ptrace(PTRACE_CONT, tid, 0, 0);
+}
+
+unsigned long long target_start_time(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long start = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')))
+		sscanf(p + 2,
+		       "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d "
+		       "%*d %llu",
+		       &start);
+	fclose(f);
+	return start;
 }
 
 int target_attach(struct target *t, pid_t pid, char err[SIE_ERR_LEN])
@@ -71,18 +198,30 @@ int target_attach(struct target *t, pid_t pid, char err[SIE_ERR_LEN])
 			pid_t tid = atoi(e->d_name);
 			struct thread *th;
 
-			if (tid <= 0 || known(t, tid) || t->nthreads == TARGET_MAX_THREADS)
+			if (tid <= 0 || known(t, tid))
 				continue;
-			if (ptrace(PTRACE_SEIZE, tid, 0, 0))
+			if (ptrace(PTRACE_SEIZE, tid, 0, PTRACE_O_TRACECLONE))
 				continue; /* exited meanwhile */
-			th = &t->threads[t->nthreads++];
-			th->tid = tid;
+			th = add_thread(t, tid);
+			if (!th) {
+				ptrace(PTRACE_DETACH, tid, 0, 0);
+				break;
+			}
 			ptrace(PTRACE_INTERRUPT, tid, 0, 0);
 			wait_stopped(t, th);
 			added++;
 		}
 		closedir(d);
 	} while (added);
+	t->start_time = target_start_time(pid); /* read once seized: the pid is held from now on */
+	if (t->overflow) {
+		snprintf(err, SIE_ERR_LEN,
+			 "refused: pid %d has more than %d threads, which the engine cannot check "
+			 "for quiescence; nothing was changed",
+			 pid, TARGET_MAX_THREADS);
+		target_detach(t);
+		return -1;
+	}
 	if (!t->nthreads || t->threads[0].gone) {
 		snprintf(err, SIE_ERR_LEN, "pid %d: cannot attach (exited, or not permitted)", pid);
 		target_detach(t);

@@ -20,17 +20,35 @@ struct thread {
 
 struct target {
 	pid_t pid;
-	int mem_fd; /* /proc/pid/mem */
+	unsigned long long
+		start_time; /* /proc/pid/stat field 22: tells this process from a reuse */
+	int mem_fd;	    /* /proc/pid/mem */
 	struct thread threads[TARGET_MAX_THREADS];
 	int nthreads;
+	int overflow; /* a thread past TARGET_MAX_THREADS was created: it cannot be checked */
+	int execed;   /* the process called exec: its new program is not ours to patch */
+	int holding;  /* the world is stopped for a change: new threads stay stopped too */
+	const struct sie_plan *plan; /* spans restored in fork children (set once armed) */
+	pid_t held[16];		     /* fork children whose stop came before their parent's event */
+	int nheld;
 };
 
-/* Seize and stop every thread (including ones created meanwhile). */
+/* Seize and stop every thread (including ones created meanwhile, followed through clone). */
 int target_attach(struct target *t, pid_t pid, char err[SIE_ERR_LEN]);
 /* Resume / stop every thread, or with `busy_only` only the threads marked busy. */
 int target_resume(struct target *t, int busy_only);
 int target_stop(struct target *t, int busy_only, char err[SIE_ERR_LEN]);
 void target_detach(struct target *t);
+/*
+ * A ptrace event stop of thread `tid` (clone, fork, vfork, exec): a new thread is added and left
+ * stopped; a fork child gets the original bytes back and is let go (it runs unpatched); a vfork
+ * child shares the memory and is let go; exec is recorded.
+ */
+void target_event(struct target *t, pid_t tid, int status);
+/* A stop of a task we do not know: a new thread is added, a fork child is held for its event. */
+void target_unknown_stop(struct target *t, pid_t tid);
+/* The start time of `pid` (0 if gone), to refuse acting on a reused pid. */
+unsigned long long target_start_time(pid_t pid);
 
 int target_read(struct target *t, uint64_t addr, void *buf, size_t len);
 int target_write(struct target *t, uint64_t addr, const void *buf, size_t len);
@@ -44,6 +62,12 @@ long target_syscall(struct target *t, long nr, long a1, long a2, long a3, long a
 int sie_find_bias(pid_t pid, uint64_t load_vaddr, uint64_t *bias, char err[SIE_ERR_LEN]);
 int sie_arm_stopped(struct target *t, struct sie_plan *p, const struct sie_opts *o,
 		    struct sie_state *s, char err[SIE_ERR_LEN]);
+/* Stop the world at a moment when no thread is inside a span group or a trampoline. */
+int sie_quiesce(struct target *t, const struct sie_plan *p, const struct sie_state *s,
+		const struct sie_opts *o, char err[SIE_ERR_LEN]);
+/* Write a perf-const's engine-owned value after quiescence (transition.c); resumes the target. */
+int sie_set_value(struct target *t, const struct sie_plan *p, const struct sie_state *s,
+		  const struct sie_opts *o, const char *name, int64_t v, char err[SIE_ERR_LEN]);
 int sie_disarm_stopped(struct target *t, struct sie_plan *p, const struct sie_opts *o,
 		       struct sie_state *s, char err[SIE_ERR_LEN]);
 

@@ -2,65 +2,119 @@
 /*
  * sie-user: a perf-const compiled into a running, unmodified process, through the user-space SIE
  * engine (runtime/sie, the xsie-user tool next to xrtd). The target is "<pid>:<plan>", the plan
- * being written by `xtune sie plan --scope SCOPE.json --const NAME -o PLAN`. The first write arms
- * the spans in the process (live bytes checked, trampolines reading this knob's slot of xrtd's
- * table, no thread inside a safe span); from then on a value is one store into `applied`, read by
- * the trampolines at their next hit. Restore disarms: the text is byte-exact again.
+ * being written by `xtune sie plan --scope SCOPE.json --const NAME -o PLAN`. The first write starts
+ * `xsie-user run`, which arms the spans (build id and live bytes checked) and stays attached; every
+ * value is then sent to it over a socket and reported applied only once the engine wrote it at a
+ * moment when no thread was inside the perf-const's spans (a pass never mixes two values), or
+ * refused with its reason (outside the plan's range or constraints, no quiescence in time). If xrtd
+ * dies, the engine sees the socket close and disarms: the process runs its original code again.
+ * Restore disarms: the text is byte-exact again.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "xrtd.h"
 
+#define ENGINE_REPLY_MS 30000
+
 struct sie_user {
 	pid_t pid;
-	char plan[PATH_MAX];  /* the plan as given */
-	char own[PATH_MAX];   /* our copy: this knob's slot and xrtd's table */
-	char state[PATH_MAX]; /* the engine's state while armed */
+	char plan[PATH_MAX];		 /* the plan as given */
+	char own[PATH_MAX];		 /* our copy: this knob's slot and xrtd's table */
+	char state[PATH_MAX];		 /* the engine's state while armed */
+	char name[XT_KNOB_NAME_LEN + 1]; /* the perf-const */
 	int64_t original;
 	int64_t value;
-	bool armed;
+	pid_t engine; /* `xsie-user run` while armed, else 0 */
+	int sock;     /* its control stream */
 };
 
-/* Run xsie-user ARGS...; its error line becomes `err`. */
-static int run_engine(char *args[], char err[XRTD_ERR_LEN])
+/* One reply line from the engine into `line`; -1 on end of stream or timeout. */
+static int engine_line(struct sie_user *s, char *line, size_t len)
 {
-	char exe[PATH_MAX], msg[XRTD_ERR_LEN] = "";
-	int pipefd[2], st;
+	size_t n = 0;
+
+	while (n < len - 1) {
+		struct pollfd pfd = {.fd = s->sock, .events = POLLIN};
+
+		if (poll(&pfd, 1, ENGINE_REPLY_MS) <= 0 || read(s->sock, line + n, 1) != 1)
+			return -1;
+		if (line[n] == '\n')
+			break;
+		n++;
+	}
+	line[n] = 0;
+	return 0;
+}
+
+/* Close the control stream (the engine disarms if it has not yet) and reap it. */
+static int engine_stop(struct sie_user *s, char *last, size_t len)
+{
+	int st = 0;
+
+	shutdown(s->sock, SHUT_WR);
+	last[0] = 0;
+	while (!engine_line(s, last, len) && strncmp(last, "err ", 4))
+		;
+	close(s->sock);
+	waitpid(s->engine, &st, 0);
+	s->engine = 0;
+	s->sock = -1;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+/* Start `xsie-user run` on the target; it answers "armed" or "err REASON". */
+static int engine_start(struct sie_user *s, char err[XRTD_ERR_LEN])
+{
+	char exe[PATH_MAX], pid[16], line[XRTD_ERR_LEN];
+	int sv[2];
 	ssize_t n;
-	pid_t child;
 
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 16);
 	if (n < 0)
 		return xrtd_errf(err, errno, "sie-user: /proc/self/exe: %s", strerror(errno));
 	exe[n] = 0;
 	strcpy(strrchr(exe, '/') + 1, "xsie-user");
-	args[0] = exe;
-	if (pipe2(pipefd, O_CLOEXEC))
-		return xrtd_errf(err, errno, "sie-user: pipe: %s", strerror(errno));
-	child = fork();
-	if (child == 0) {
-		dup2(pipefd[1], 2);
-		dup2(open("/dev/null", O_WRONLY), 1);
-		execv(exe, args);
+	snprintf(pid, sizeof(pid), "%d", s->pid);
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
+		return xrtd_errf(err, errno, "sie-user: socketpair: %s", strerror(errno));
+	s->engine = fork();
+	if (s->engine == 0) {
+		sigset_t none;
+
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		setsid(); /* outlives a signal to xrtd's group: it must disarm after xrtd */
+		dup2(sv[1], 0);
+		dup2(sv[1], 1);
+		execv(exe, (char *[]){exe, "run", "--pid", pid, "--plan", s->own, "--state",
+				      s->state, NULL});
 		_exit(127);
 	}
-	close(pipefd[1]);
-	n = read(pipefd[0], msg, sizeof(msg) - 1);
-	msg[n > 0 ? n : 0] = 0;
-	msg[strcspn(msg, "\n")] = 0;
-	close(pipefd[0]);
-	if (child < 0 || waitpid(child, &st, 0) < 0)
+	close(sv[1]);
+	s->sock = sv[0];
+	if (s->engine < 0) {
+		close(s->sock);
+		s->engine = 0;
 		return xrtd_errf(err, errno, "sie-user: cannot run %s", exe);
-	if (!WIFEXITED(st) || WEXITSTATUS(st))
-		return xrtd_errf(err, EIO, "sie-user: %s", msg[0] ? msg : "xsie-user failed");
+	}
+	if (engine_line(s, line, sizeof(line)) || strncmp(line, "armed ", 6)) {
+		char last[XRTD_ERR_LEN];
+
+		engine_stop(s, last, sizeof(last));
+		return xrtd_errf(err, EIO, "sie-user: %s",
+				 !strncmp(line, "err ", 4) ? line + 4 : "xsie-user run failed");
+	}
 	return 0;
 }
 
@@ -103,28 +157,30 @@ static int sie_user_read(struct xrtd_knob *k, int64_t *value, char err[XRTD_ERR_
 	struct sie_user *s = k->priv;
 
 	(void)err;
-	*value = s->armed ? s->value : s->original;
+	*value = s->engine ? s->value : s->original;
 	return 0;
 }
 
 static int sie_user_write(struct xrtd_knob *k, int64_t value, char err[XRTD_ERR_LEN])
 {
 	struct sie_user *s = k->priv;
-	char pid[16];
+	char line[XRTD_ERR_LEN];
 	int ret;
 
-	if (!s->armed) {
-		snprintf(pid, sizeof(pid), "%d", s->pid);
+	if (!s->engine) {
 		ret = own_plan(k, s, err);
 		if (!ret)
-			ret = run_engine((char *[]){NULL, "arm", "--pid", pid, "--plan", s->own,
-						    "--state", s->state, NULL},
-					 err);
+			ret = engine_start(s, err);
 		if (ret)
 			return ret;
-		s->armed = true;
 	}
-	/* Takes effect when xrtd publishes `applied`, which the trampolines read. */
+	dprintf(s->sock, "set %s %lld\n", s->name, (long long)value);
+	if (engine_line(s, line, sizeof(line)))
+		return xrtd_errf(err, EIO, "sie-user: the engine for pid %d stopped answering",
+				 s->pid);
+	if (strncmp(line, "ok ", 3))
+		return xrtd_errf(err, EINVAL, "sie-user: %s",
+				 !strncmp(line, "err ", 4) ? line + 4 : line);
 	s->value = value;
 	return 0;
 }
@@ -132,28 +188,27 @@ static int sie_user_write(struct xrtd_knob *k, int64_t value, char err[XRTD_ERR_
 static int sie_user_restore(struct xrtd_knob *k, int64_t original, char err[XRTD_ERR_LEN])
 {
 	struct sie_user *s = k->priv;
-	int ret;
+	char last[XRTD_ERR_LEN];
 
 	(void)original;
-	if (!s->armed)
+	if (!s->engine)
 		return 0;
-	if (kill(s->pid, 0) && errno == ESRCH) {
-		s->armed = false; /* the process is gone, and its text with it */
-		return 0;
-	}
-	ret = run_engine((char *[]){NULL, "disarm", "--plan", s->own, "--state", s->state, NULL},
-			 err);
-	if (!ret) {
-		s->armed = false;
-		unlink(s->state);
-		unlink(s->own);
-	}
-	return ret;
+	if (engine_stop(s, last, sizeof(last)) && !(kill(s->pid, 0) && errno == ESRCH))
+		return xrtd_errf(err, EIO, "sie-user: disarm: %s",
+				 !strncmp(last, "err ", 4) ? last + 4 : "xsie-user run failed");
+	unlink(s->state);
+	unlink(s->own);
+	return 0;
 }
 
 static void sie_user_release(struct xrtd_knob *k)
 {
-	free(k->priv);
+	struct sie_user *s = k->priv;
+	char last[XRTD_ERR_LEN];
+
+	if (s && s->engine)
+		engine_stop(s, last, sizeof(last));
+	free(s);
 	k->priv = NULL;
 }
 
@@ -198,6 +253,7 @@ static int sie_user_validate(struct xrtd_knob *k, char err[XRTD_ERR_LEN])
 				 end + 1);
 	}
 	s->original = s->value = original;
+	snprintf(s->name, sizeof(s->name), "%s", cname);
 	if (snprintf(dir, sizeof(dir), "%s/sie-user", xrtd.opt.state_dir) >= (int)sizeof(dir)) {
 		free(s);
 		return xrtd_errf(err, ENAMETOOLONG, "sie-user: state directory name too long");

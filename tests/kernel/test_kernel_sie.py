@@ -19,6 +19,7 @@ import pytest
 from xtune import paths
 from xtune.analysis import attach, kernel, kernel_build, kernel_verify
 from xtune.analysis.differ import diff_functions
+from xtune.analysis.disasm import disassemble
 from xtune.analysis.elfcode import ElfCode
 from xtune.analysis.scope import ScopeError, ScopeTable, Update
 
@@ -31,14 +32,19 @@ GUEST_CHECKS = [
     "blk_baseline", "blk_load", "blk_arm", "blk_v8", "blk_v128", "blk_applied", "blk_jump_optimized",
     "blk_disarmed",
     "blk_text_restored",
-    "cmp_baseline", "cmp_load", "cmp_v10", "cmp_v200", "cmp_int3", "cmp_disarmed",
+    "cmp_baseline", "cmp_load", "cmp_v10", "cmp_near_limits", "cmp_v200", "cmp_v200_int_min", "cmp_int_max",
+    "cmp_int3", "cmp_disarmed",
     "softirq_baseline", "softirq_load", "softirq_v3", "softirq_v25", "softirq_disarmed",
     "shrink_baseline", "shrink_load", "shrink_v32", "shrink_v512", "shrink_disarmed",
-    "per_thread_complete", "per_thread_effect", "global_idle_complete", "global_waits",
+    "bounds_zero_refused", "bounds_above_refused", "bounds_store_not_applied", "bounds_store_applied",
+    "bounds_default_v0",
+    "per_thread_complete", "per_thread_effect", "global_cold_part", "global_conditional_exit_refused",
+    "global_idle_complete", "global_waits",
     "global_converges", "global_effect", "unload_in_transition", "unload_restores",
     "txn_abort", "txn_commit", "txn_atomic_pending", "txn_same_group", "txn_both_applied",
     "txn_disarm_together", "txn_restored",
     "bad_bytes", "bad_offset", "bad_probe", "bad_function", "bad_exit", "bad_mid_instruction",
+    "bad_kernel_build", "bad_no_kernel",
     "bad_unloaded",
     "xrtd_register", "xrtd_set", "xrtd_effect", "xrtd_refuses_unloaded", "xrtd_unregister",
     "xrtd_restored", "xrtd_disarmed",
@@ -71,6 +77,16 @@ def analyze_testload_limit() -> kernel.KernelAnalysis:
     )
 
 
+def first_conditional_jump(unit: str, function: str) -> int:
+    """The offset of a conditional jump in a distro function (for the guest's conditional-exit check)."""
+    env = kernel_build.KernelEnv.fetch()
+    define = kernel_build.find_define(env.source, "MAX_SOFTIRQ_RESTART")
+    code = ElfCode(kernel_build.build_unit(env, define, unit, define.value))
+    return next(
+        i.off for i in disassemble(code, code.functions[function]) if i.is_jump and i.mnemonic != "jmp"
+    )
+
+
 @pytest.fixture(scope="session")
 def analysis(tmp_path_factory: pytest.TempPathFactory) -> tuple[kernel.KernelAnalysis, Path]:
     out = tmp_path_factory.mktemp("kernel-analysis")
@@ -78,7 +94,10 @@ def analysis(tmp_path_factory: pytest.TempPathFactory) -> tuple[kernel.KernelAna
     build_kmod()
     limit = analyze_testload_limit()
     spans = out / "spans.txt"
-    lines = kernel.xsie_lines(result) + kernel.xsie_lines(limit, len(CONSTS))
+    # The test module runs in the same kernel: its spans carry the kernel's build id too.
+    kernel_id = result.table.binary.build_id
+    lines = kernel.xsie_lines(result) + kernel.xsie_lines(limit, len(CONSTS), kernel_id)[1:]
+    lines.append(f"# jcc handle_softirqs {first_conditional_jump('kernel/softirq.o', 'handle_softirqs'):#x}")
     spans.write_text("\n".join(lines) + "\n")
     (out / "scope.json").write_text(result.table.to_json())
     return result, spans
@@ -162,6 +181,14 @@ def test_analysis_spans(analysis: tuple[kernel.KernelAnalysis, Path]) -> None:
     assert "span 2 set do_shrink_slab" in text
     assert "span 0 scale blk_add_rq_to_plug 0x2e 19c083e0e083c0406639c2 0x33 ax 32 1 0 32 64\n" in text
     assert "span 3 cmp testload_over " in text
+    # The running kernel is named by its vmlinux build id; every const has a range (V >= 1, and
+    # BLK's scale span leaves 2*V in a 32-bit register).
+    assert text.startswith(
+        f"kernel {kernel_verify.build_id(kernel_verify.vmlinux(kernel_build.KernelEnv.fetch()))}\n"
+    )
+    assert text.count("\nkernel ") == 0
+    assert f"range 0 1 {2**30 - 1}\n" in text
+    assert all(c.min_value == 1 for c in table.consts)
 
 
 def test_cmp_update_fields(analysis: tuple[kernel.KernelAnalysis, Path]) -> None:

@@ -1,8 +1,14 @@
-"""The rebuild oracle over the corpus: 33 programs x {gcc, clang} x {-O0, -O2}."""
+"""The rebuild oracle over the corpus (programs x {gcc, clang} x {-O0, -O2}), and the whole-binary
+checks over {gcc, clang} x {-O0, -O2, -O3}: what must be refused is never retuned."""
 
 from __future__ import annotations
 
 import oracle
+import pytest
+from xtune.analysis.build import build_one
+from xtune.analysis.builder import analyze
+from xtune.analysis.elfcode import ElfCode
+from xtune.analysis.scope import ScopeError
 
 
 def test_corpus_oracle(engine):
@@ -29,7 +35,70 @@ def test_corpus_oracle(engine):
         assert {c.verdict for c in cases if c.program == prog} == {"pass"}, prog
     inlined = [c for c in passed if c.program == "inlined_callers" and c.opt == "-O2"]
     assert all(len(c.table.consts[0].spans) >= 2 for c in inlined), "one span per inlined caller"
-    assert len(passed) / len(cases) >= 0.7
+    assert len(passed) / len(cases) >= oracle.PASS_RATE
+
+
+def test_constant_in_data_refused():
+    """`n < K ? 1e6 * n * (1.0 / K)`: the compare is code, 1/K a `.rodata` double."""
+    for cc, opt in oracle.ALL_LEVELS:
+        c = oracle.run_case(oracle.case("rodata_recip", cc, opt))
+        assert c.verdict == "refused", c.name
+        assert any("also lives in data (.rodata)" in d and ".rodata+0x" in d for d in c.detail), (
+            c.name,
+            c.detail,
+        )
+    # An object file keeps the double in its own section, `.rodata.cst8`.
+    obj = analyze(oracle.make_spec(oracle.CORPUS / "rodata_recip.c", "gcc", "-O2 -c"))
+    assert [r.function for r in obj.consts[0].refusals] == [".rodata.cst8+0xe"]
+
+
+def test_relocated_data_masked():
+    """A table of function pointers: its bytes are relocations (they move with the code), masked,
+    so the constant in the code is still retuned."""
+    for cc, opt in oracle.ALL_LEVELS:
+        c = oracle.case("fn_table", cc, opt)
+        table = ElfCode(build_one(c.spec, oracle.VALUES[0])).data_sections[".data.rel.ro"]
+        assert set(range(16)) <= table.relocs, c.name
+        assert oracle.run_case(c).verdict == "pass", (c.name, c.detail)
+
+
+def test_value_outliving_the_span_refused():
+    """`malloc(K * 8)` and stores of K-derived values to the heap: refused unless the spec opts in."""
+    for cc, opt in oracle.ALL_LEVELS:
+        c = oracle.run_case(oracle.case("alloc_size", cc, opt))
+        assert c.verdict == "refused", c.name
+        assert any("passed to a callee" in d and "old value" in d for d in c.detail), (c.name, c.detail)
+    opted = analyze(oracle.make_spec(oracle.CORPUS / "alloc_size.c", "gcc", "-O0", persistent=True))
+    assert not [r for r in opted.consts[0].refusals if "old value" in r.reason]
+    widened = [s for s in opted.consts[0].spans if "passed to a callee" in s.safe_reason]
+    assert widened and all(s.safe_reason.endswith("whole function") for s in widened)
+
+
+def test_functions_filter_lists_the_others():
+    c = oracle.run_case(oracle.case("cmp_lt", "gcc", "-O2", functions="^main$"))
+    assert c.verdict == "refused"
+    assert c.detail[0].startswith("compute: the code depends on the constant outside the `functions` filter")
+
+
+def test_divisibility_found_by_a_coprime_build(engine):
+    """gcc -O2 vectorizes `for (i < K)` without a remainder loop when K is a multiple of the width:
+    the coprime validation build differs, the odd multiple of the gcd does not."""
+    c = oracle.run_case(oracle.case("vector_sum", "gcc", "-O2"))
+    const = c.table.consts[0]
+    assert (const.multiple_of, const.power_of_two) == (32, False), c.table.notes
+    assert c.verdict == "pass", c.detail
+    with pytest.raises(ScopeError, match="not a multiple of 32"):
+        const.check_value(97)
+
+
+def test_span_groups(engine):
+    """One group per function of the constant; every span has its range."""
+    c = oracle.run_case(oracle.case("inlined_callers", "gcc", "-O2"))
+    const = c.table.consts[0]
+    by_fn = {s.function: s.group for s in const.spans}
+    assert len(set(by_fn.values())) == len(by_fn) >= 2
+    assert all(s.group == by_fn[s.function] for s in const.spans)
+    assert const.min_value is not None and const.max_value is not None
 
 
 def test_corpus_oracle_int3_fallback(engine):

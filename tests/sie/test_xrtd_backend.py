@@ -1,10 +1,12 @@
 """xrtd's sie-user backend: a knob in xrtd's table drives the perf-const of a running process;
-bounds are xrtd's, and stopping xrtd restores the text byte-exact."""
+bounds are xrtd's and the engine's (the analysis's range), stopping xrtd restores the text
+byte-exact, and so does killing it (the engine disarms when its control stream closes)."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import oracle
@@ -21,7 +23,7 @@ def expect(n: int, k: int) -> str:
     return str(n - k if n >= k else n + 1000000)
 
 
-def test_xrtd_sie_user_knob(tmp_path, bin_dir):
+def _plan(tmp_path: Path) -> tuple[object, Path]:
     table = targets.analyzed("mt_target", [100, 50, 300])
     scope = tmp_path / "scope.json"
     scope.write_text(table.to_json())
@@ -30,6 +32,14 @@ def test_xrtd_sie_user_knob(tmp_path, bin_dir):
     subprocess.run(
         [str(xtune), "sie", "plan", "--scope", str(scope), "--const", "K", "-o", str(plan)], check=True
     )
+    return table, plan
+
+
+def test_xrtd_sie_user_knob(tmp_path, bin_dir):
+    table, plan = _plan(tmp_path)
+    const = table.consts[0]
+    lo, hi = const.min_value, const.max_value
+    assert lo is not None and hi is not None and lo > 1, "the test needs a validated range"
     t = oracle.Target(Path(table.binary.path))
     x = Xrtd(tmp_path).start()
     try:
@@ -40,16 +50,40 @@ def test_xrtd_sie_user_knob(tmp_path, bin_dir):
         knob = c.register("K", "sie-user", f"{t.p.pid}:{plan}", min=1, max=5000)
         assert knob["original"] == 100 and knob["applied"] == 100
         assert eng.spans_hold_original(t.p.pid, table), "registration must not change the process"
-        for k in (7, 4999, 1, 250):
+        for k in (lo, hi, lo + 1, 250):
             c.set("K", k)
             assert t.ask([3000]) == [expect(3000, k)]
         with pytest.raises(KnobError):
             c.set("K", 99999)  # out of xrtd's bounds: never reaches the process
+        with pytest.raises(KnobError, match="below the range the analysis holds for"):
+            c.set("K", lo - 1)  # in xrtd's bounds, refused by the engine
         assert t.ask([3000]) == [expect(3000, 250)]
         assert not eng.spans_hold_original(t.p.pid, table)
         assert x.stop() == 0
         assert eng.spans_hold_original(t.p.pid, table), "xrtd's exit must restore the text byte-exact"
         assert t.ask([3000]) == [expect(3000, 100)]
+    finally:
+        x.cleanup()
+        t.close()
+
+
+def test_xrtd_killed_target_runs_original(tmp_path, bin_dir):
+    """kill -9 of xrtd while a value is set: the engine disarms, the process computes with V0."""
+    table, plan = _plan(tmp_path)
+    t = oracle.Target(Path(table.binary.path))
+    x = Xrtd(tmp_path).start()
+    try:
+        t.ask([1])
+        x.client().register("K", "sie-user", f"{t.p.pid}:{plan}", min=1, max=5000)
+        x.client().set("K", 250)
+        assert t.ask([3000]) == [expect(3000, 250)]
+        x.kill9()
+        deadline = time.monotonic() + 30
+        while not eng.spans_hold_original(t.p.pid, table) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert eng.spans_hold_original(t.p.pid, table), "the engine must disarm when xrtd dies"
+        assert t.ask([3000]) == [expect(3000, 100)]
+        assert t.p.poll() is None
     finally:
         x.cleanup()
         t.close()

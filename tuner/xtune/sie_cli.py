@@ -130,7 +130,8 @@ def set_cmd(
     name: Annotated[str, typer.Argument(help="perf-const")],
     value: Annotated[int, typer.Argument(help="new value")],
 ) -> None:
-    """Give perf-const NAME the value VALUE in PID (effective at the next hit)."""
+    """Give perf-const NAME the value VALUE in PID: the engine writes it when no thread is inside
+    its spans (a pass never sees two values) and refuses values outside the analysis's range."""
     try:
         att = eng.Attachment.load(pid)
         eng.set_value(pid, name, value, sc.load(att.scope).const(name))

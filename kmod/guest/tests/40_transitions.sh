@@ -21,14 +21,33 @@ check per_thread_effect "flush depth $d with V=8 (per-thread)" [ "$d" = 8 ]
 metric transition_ns_per_thread "$(echo "$st" | field transition_ns)"
 $XSIECTL disarm "$BLK" && $XSIECTL unload "$BLK"
 
-# global with nobody inside: complete inside the one stop_machine.
+# global with nobody inside: complete inside the one stop_machine. handle_softirqs has an
+# out-of-line part (handle_softirqs.cold): the stack scan counts frames there as inside.
+dmesg -c > /dev/null
 load_const "$SIRQ" > /dev/null
+cold=$(dmesg | grep 'safe span handle_softirqs includes handle_softirqs.cold')
+check global_cold_part "${cold:-no .cold part found}" [ -n "$cold" ]
 out=$($XSIECTL arm "$SIRQ" global)
 st=$($XSIECTL wait "$SIRQ" 2000)
 check global_idle_complete "$st" [ "$(echo "$st" | field state)" = 3 ]
 metric transition_ns_global_idle "$(echo "$st" | field transition_ns)"
 metric arm_ns_global "$(echo "$out" | field arm_ns)"
 $XSIECTL disarm "$SIRQ" && $XSIECTL unload "$SIRQ"
+
+# An exit probe on a conditional jump cannot tell whether the thread leaves: global is refused.
+jcc=$(sed -n 's/^# jcc handle_softirqs //p' /xsie/spans.txt)
+grep -E "^(kernel |(span|range) $SIRQ )" /xsie/spans.txt > /tmp/cond.txt
+echo "$(grep "^safe $SIRQ " /xsie/spans.txt),$jcc" >> /tmp/cond.txt
+dmesg -c > /dev/null
+$XSIECTL load /tmp/cond.txt > /dev/null
+if $XSIECTL arm "$SIRQ" global > /dev/null 2>&1; then
+	fail global_conditional_exit_refused "armed with a conditional exit at +$jcc"
+	$XSIECTL disarm "$SIRQ"
+else
+	check global_conditional_exit_refused "$(dmesg | grep 'conditional exit' | tail -n 1)" \
+		dmesg_has "handle_softirqs+$jcc is a conditional exit"
+fi
+$XSIECTL unload "$SIRQ"
 
 # global with a thread parked inside do_shrink_slab: pending until it leaves.
 load_const "$SHR" > /dev/null

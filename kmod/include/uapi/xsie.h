@@ -5,9 +5,12 @@
  * A perf-const ("const") has an id (0 .. XSIE_MAX_CONSTS-1) that names its slot in the value
  * page, one or more critical spans (where its value enters a register) and safe spans (functions
  * whose execution may still depend on the old value). User space:
- *   1. loads spans and safe spans (XSIE_IOC_LOAD_SPAN / XSIE_IOC_LOAD_SAFE), each checked against
+ *   1. names the kernel build the spans are for (XSIE_IOC_KERNEL), then
+ *      loads spans and safe spans (XSIE_IOC_LOAD_SPAN / XSIE_IOC_LOAD_SAFE), each checked against
  *      kallsyms function bounds and the live instruction bytes;
- *   2. writes the value into the mmap()ed value page (no system call, takes effect at next hit);
+ *   2. loads the valid range of V (XSIE_IOC_LOAD_RANGE) and writes V with XSIE_IOC_SET, or into
+ *      the mmap()ed value page (no system call, takes effect at next hit; a value out of range
+ *      is not applied);
  *   3. arms one const, or several in a transaction (BEGIN, ARM..., COMMIT) that switch together,
  *      with a transition mode;
  *   4. disarms (all consts of the transaction together) and finally unloads.
@@ -37,8 +40,8 @@ enum xsie_update {
 	XSIE_UPD_SCALE = 2, /* reg = (reg + pre_add) * (a*V + b) / (a*V0 + b) - pre_add: the
 			     * span leaves k * IV(V0) in reg; a probe on its last instruction
 			     * `add $pre_add` runs before it (and can be jump-optimized) */
-	XSIE_UPD_CMP = 3,   /* the probed cmp uses IV(V0) as immediate: reg is offset by
-			     * IV(V0) - IV(V) for that one instruction, then restored */
+	XSIE_UPD_CMP = 3,   /* the span is one `cmp $IV(V0), reg`: it is emulated with IV(V)
+			     * (EFLAGS computed, execution resumes after it) */
 };
 
 /* pt_regs general-purpose registers, in the order of struct pt_regs' names. */
@@ -83,6 +86,30 @@ struct xsie_safe_desc {
 	__u32 nexits;
 	char func[XSIE_SYM_LEN];
 	__u32 exits[XSIE_MAX_EXITS]; /* offsets of ret / return-thunk jumps / tail calls */
+};
+
+/*
+ * The values a const may take (from the analysis). Until a range is loaded only the compiled
+ * value is accepted. XSIE_IOC_SET refuses other values; a value stored into the value page
+ * outside the range is never applied (the handlers keep the last value in range).
+ */
+struct xsie_range {
+	__u32 const_id;
+	__u32 pad;
+	__s64 min, max;
+};
+
+struct xsie_value {
+	__u32 const_id;
+	__u32 pad;
+	__s64 value;
+};
+
+/* The GNU build id of the kernel the spans were analyzed for: loads through a file are refused
+ * until it matched the running kernel's (its vmlinux note, as in /sys/kernel/notes). */
+#define XSIE_BUILD_ID_LEN 20
+struct xsie_kernel {
+	__u8 build_id[XSIE_BUILD_ID_LEN];
 };
 
 enum xsie_mode {
@@ -130,5 +157,8 @@ struct xsie_status {
 #define XSIE_IOC_TXN_BEGIN  _IO(XSIE_IOC_MAGIC, 7)
 #define XSIE_IOC_TXN_COMMIT _IOW(XSIE_IOC_MAGIC, 8, __u32) /* arg: enum xsie_mode */
 #define XSIE_IOC_TXN_ABORT  _IO(XSIE_IOC_MAGIC, 9)
+#define XSIE_IOC_LOAD_RANGE _IOW(XSIE_IOC_MAGIC, 10, struct xsie_range)
+#define XSIE_IOC_SET	    _IOW(XSIE_IOC_MAGIC, 11, struct xsie_value)
+#define XSIE_IOC_KERNEL	    _IOW(XSIE_IOC_MAGIC, 12, struct xsie_kernel)
 
 #endif /* _UAPI_XSIE_H */

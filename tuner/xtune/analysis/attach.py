@@ -1,7 +1,10 @@
 """Driving the user-space SIE engine (build/bin/xsie-user) from a scope table.
 
-Without xrtd, perf-consts get slots in a small knob table of their own (same layout as xrtd's,
-runtime/include/xtune/knob.h); `set` writes the slot's `applied`, which the trampolines read.
+`attach` starts `xsie-user run`, which arms the process and stays attached; `set` sends the value
+over the engine's control socket and returns once the engine wrote it at a moment when no thread
+was inside the perf-const's spans (or raises its refusal). The value in effect is then recorded in
+the slot's `applied` of a knob table (a private one, or xrtd's; same layout as
+runtime/include/xtune/knob.h) for `status`; the trampolines read the engine's own words.
 Per attached pid a state folder keeps the plan, the engine's state and which slot is which.
 """
 
@@ -11,6 +14,7 @@ import json
 import mmap
 import os
 import signal
+import socket
 import struct
 import subprocess
 import time
@@ -35,10 +39,12 @@ class SieError(RuntimeError):
 def plan_text(table: ScopeTable, slots: dict[str, int], knobs_path: str, int3: bool = False) -> str:
     """The engine's plan: one line per span (see runtime/sie/plan.c); `int3` forces the fallback."""
     lines = [f"knobs {knobs_path} {TABLE_SIZE:x}", f"load_vaddr {table.binary.load_vaddr:x}"]
+    if table.binary.build_id:
+        lines.append(f"binary {table.binary.build_id} {table.binary.sha256}")
     for c in table.consts:
         if c.name not in slots:
             continue
-        lines.append(f"const {c.name} {c.values[0]}")
+        lines.append(f"const {c.name} {c.values[0]} {_bounds(c)}")
         for s in c.spans:
             relocs = " ".join(
                 f"{'knob' if r.kind == 'knob_abs64' else 'rel32'} {r.offset} {r.target & (2**64 - 1):x}"
@@ -51,6 +57,14 @@ def plan_text(table: ScopeTable, slots: dict[str, int], knobs_path: str, int3: b
                 f" {len(s.relocs)} {relocs} {len(s.safe)} {safe}".replace("  ", " ")
             )
     return "\n".join(lines) + "\n"
+
+
+def _bounds(c: PerfConst) -> str:
+    """MIN MAX MULTIPLE_OF POW2 of a `const` line: the values the engine accepts for `c`."""
+    lo = "-" if c.min_value is None else str(c.min_value)
+    hi = "-" if c.max_value is None else str(c.max_value)
+    pow2 = getattr(c, "power_of_two", False) or c.constraint == "power of two"
+    return f"{lo} {hi} {getattr(c, 'multiple_of', 1)} {int(pow2)}"
 
 
 class KnobTable:
@@ -124,7 +138,7 @@ class Attachment:
     knobs: str
     slots: dict[str, int]
     own_table: bool
-    server: int = 0  # pid of `xsie-user serve` when a span uses the int3 fallback
+    server: int = 0  # pid of `xsie-user run`, attached until detach
 
     @classmethod
     def load(cls, pid: int) -> Attachment:
@@ -146,15 +160,6 @@ class Attachment:
         (self.dir / "meta.json").write_text(json.dumps(meta, indent=1))
 
 
-def _engine(args: list[str], timeout: float = 60) -> str:
-    r = subprocess.run(
-        [str(paths.binary("xsie-user")), *args], capture_output=True, text=True, timeout=timeout
-    )
-    if r.returncode != 0:
-        raise SieError(r.stderr.strip() or f"xsie-user exited {r.returncode}")
-    return r.stdout.strip()
-
-
 def _check_pid(pid: int) -> None:
     if not Path(f"/proc/{pid}").exists():
         raise SieError(f"pid {pid}: no such process")
@@ -171,8 +176,8 @@ def attach(
 ) -> Attachment:
     """Arm the perf-consts `names` (default: every tunable one) in one transaction.
 
-    When a span needs the int3 fallback (or `force_int3`), `xsie-user serve` stays attached as the
-    process's tracer until detach."""
+    `xsie-user run` stays attached as the process's tracer until detach: it makes every change
+    (and serves the int3 fallback's hits, for spans that need it or with `force_int3`)."""
     _check_pid(pid)
     d = STATE_ROOT / str(pid)
     if (d / "meta.json").exists():
@@ -194,14 +199,10 @@ def attach(
     tab.close()
     att = Attachment(pid, d, scope_path, knobs_path, slots, own)
     (d / "plan").write_text(plan_text(table, slots, knobs_path, force_int3))
-    int3 = force_int3 or any(s.patch == "int3" for c in consts for s in c.spans)
     args = ["--pid", str(pid), "--plan", str(d / "plan"), "--state", str(d / "state")]
-    args += ["--timeout-ms", str(timeout_ms)]
+    args += ["--timeout-ms", str(timeout_ms), "--control", str(d / "control")]
     try:
-        if int3:
-            att.server = _serve(args, d)
-        else:
-            _engine(["arm", *args])
+        att.server = _serve(args, d)
     except Exception:
         _cleanup(att)
         raise
@@ -215,7 +216,7 @@ _servers: dict[int, subprocess.Popen[str]] = {}  # servers started by this proce
 def _serve(args: list[str], d: Path) -> int:
     log = open(d / "server.log", "w")  # noqa: SIM115 - the server keeps it
     p = subprocess.Popen(
-        [str(paths.binary("xsie-user")), "serve", *args],
+        [str(paths.binary("xsie-user")), "run", *args],
         stdout=subprocess.PIPE,
         stderr=log,
         text=True,
@@ -226,13 +227,16 @@ def _serve(args: list[str], d: Path) -> int:
     line = p.stdout.readline()
     if not line.startswith("armed"):
         p.wait()
-        raise SieError((d / "server.log").read_text().strip() or "xsie-user serve failed")
+        raise SieError((d / "server.log").read_text().strip() or "xsie-user run failed")
     _servers[p.pid] = p
     return p.pid
 
 
 def _stop_server(att: Attachment, timeout_ms: int) -> None:
-    os.kill(att.server, signal.SIGTERM)
+    try:
+        os.kill(att.server, signal.SIGTERM)
+    except ProcessLookupError:
+        pass  # it ended on its own (the process exited or called exec): its log says which
     deadline = time.monotonic() + 10 * timeout_ms / 1000 + 5
     p = _servers.pop(att.server, None)
     while time.monotonic() < deadline:
@@ -240,13 +244,14 @@ def _stop_server(att: Attachment, timeout_ms: int) -> None:
             break
         time.sleep(0.01)
     else:
-        raise SieError(f"xsie-user serve (pid {att.server}) did not finish disarming")
+        raise SieError(f"xsie-user run (pid {att.server}) did not finish disarming")
     if (att.dir / "state").exists() and Path(f"/proc/{att.pid}").exists():
         raise SieError((att.dir / "server.log").read_text().strip()[-3000:] or "disarm failed")
 
 
 def set_value(pid: int, name: str, value: int, const: PerfConst | None = None) -> None:
-    """Publish `value` for `name`; with its PerfConst, values the analysis does not cover are refused."""
+    """Put `value` in effect for `name`; with its PerfConst, values the analysis does not cover are
+    refused here too (the engine refuses them anyway, from the plan)."""
     att = Attachment.load(pid)
     if name not in att.slots:
         raise SieError(f"pid {pid}: {name} is not attached (attached: {', '.join(att.slots)})")
@@ -255,19 +260,34 @@ def set_value(pid: int, name: str, value: int, const: PerfConst | None = None) -
             const.check_value(value)
         except ScopeError as e:
             raise SieError(str(e)) from e
+    reply = _control(att, f"set {name} {value}")
+    if not reply.startswith("ok "):
+        raise SieError(reply.removeprefix("err "))
     tab = KnobTable(att.knobs)
     tab.publish(att.slots[name], value)
     tab.close()
 
 
+def _control(att: Attachment, line: str, timeout: float = 60) -> str:
+    """One command to the engine; its one-line reply."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        try:
+            s.connect(str(att.dir / "control"))
+            s.sendall(line.encode() + b"\n")
+            reply = s.makefile().readline().strip()
+        except OSError as e:
+            raise SieError(f"pid {att.pid}: the engine (pid {att.server}) does not answer: {e}") from e
+    return reply or f"err the engine (pid {att.server}) closed the connection"
+
+
 def detach(pid: int, timeout_ms: int = 2000) -> None:
     att = Attachment.load(pid)
-    if att.server:
+    try:
         _stop_server(att, timeout_ms)
-    elif Path(f"/proc/{pid}").exists():
-        _engine(["disarm", "--plan", str(att.dir / "plan"), "--state", str(att.dir / "state"),
-                 "--timeout-ms", str(timeout_ms)])  # fmt: skip
-    _cleanup(att)
+    finally:
+        if att.server not in _servers and not Path(f"/proc/{att.server}").exists():
+            _cleanup(att)  # the engine is gone: nothing is attached any more
 
 
 def status(pid: int) -> dict[str, object]:
@@ -287,7 +307,7 @@ def _cleanup(att: Attachment) -> None:
         for s in att.slots.values():
             tab.free(s)
         tab.close()
-    for f in ("plan", "state", "meta.json", "server.log"):
+    for f in ("plan", "state", "meta.json", "server.log", "control"):
         (att.dir / f).unlink(missing_ok=True)
     (STATE_ROOT / f"{att.pid}.scope.json").unlink(missing_ok=True)
     att.dir.rmdir()

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 
 from xtune.analysis.build import build_one, build_variants
-from xtune.analysis.differ import FunctionDiff, diff_functions
+from xtune.analysis.differ import FunctionDiff, diff_data, diff_functions
 from xtune.analysis.elfcode import ElfCode
 from xtune.analysis.lift import Unsupported, lift
 from xtune.analysis.scope import (
@@ -20,7 +21,7 @@ from xtune.analysis.scope import (
     StateExpr,
     Update,
 )
-from xtune.analysis.spans import place, safe_span, start_location
+from xtune.analysis.spans import STORED, place, safe_span, start_location
 from xtune.analysis.spec import Spec
 from xtune.analysis.synth import SynthError, relocated, seed_piece, trampoline
 
@@ -30,16 +31,22 @@ def analyze(spec: Spec) -> ScopeTable:
 
     Expressions fitted from a few builds may hold only for the kind and range of values analyzed,
     so validation builds decide what `set` accepts:
-    - when every value is a power of two, masks (V - 1) and shifts (log2 V) fit exactly but mean
-      something else for other values: a value that is not a power of two decides whether the
-      expressions hold for any V, or only for powers of two;
+    - a value coprime to every analyzed value decides whether the expressions hold for any V (a
+      mask V - 1, a shift by log2 V or a vectorized loop fit the analyzed values and mean
+      something else for others); if not, an odd multiple of their gcd decides between "multiples
+      of the gcd" and "powers of two" (the only other form the fit knows), else the constant is
+      refused;
     - compilers fold facts that hold for the values built (e.g. `7 <= V` removing a first loop
       test): builds with smaller and larger values bound the range where the same spans hold."""
     t0 = time.monotonic()
     src = SourceLocation(str(spec.source), spec.line, spec.constant)
     values = spec.values
     outputs = build_variants(spec)
-    table = analyze_binaries(outputs, values, spec.constant, src, spec.function_filter)
+
+    def scope(paths: list[Path], vals: list[int]) -> ScopeTable:
+        return analyze_binaries(paths, vals, spec.constant, src, spec.function_filter, spec.persistent)
+
+    table = scope(outputs, values)
     const = table.consts[0]
     if not const.tunable:
         table.analysis_seconds = round(time.monotonic() - t0, 3)
@@ -47,48 +54,81 @@ def analyze(spec: Spec) -> ScopeTable:
 
     def why_not(extra: int) -> str:
         """Why a build with `extra` does not give the same spans ("" when it does)."""
-        wide = analyze_binaries(
-            [*outputs, build_one(spec, extra)], [*values, extra], spec.constant, src, spec.function_filter
-        )
-        w = wide.consts[0]
-        if not w.tunable:
-            return _first_refusal(wide)
-        if [(s.function, s.start) for s in w.spans] != [(s.function, s.start) for s in const.spans]:
+        wide = scope([*outputs, build_one(spec, extra)], [*values, extra]).consts[0]
+        if not wide.tunable:
+            r = wide.refusals[0]
+            return f"{r.function}: {r.reason}"
+        if [(s.function, s.start) for s in wide.spans] != [(s.function, s.start) for s in const.spans]:
             return "the spans differ"
         return ""
 
-    pow2 = all(v > 0 and v & (v - 1) == 0 for v in values)
-    if pow2:
-        odd = values[0] + values[0] // 2 + 1
-        why = why_not(odd)
-        if why:
-            const.constraint = "power of two"
-            table.notes.append(f"with {spec.constant}={odd}: {why}; values must be powers of two")
+    coprime = _coprime_to(values)
+    why = why_not(coprime)
+    if why:
+        table.notes.append(f"with {spec.constant}={coprime} (coprime to the values analyzed): {why}")
+        g = math.gcd(*values)
+        odd = next(g * m for m in range(3, 1000, 2) if g * m not in values)
+        why_odd = why_not(odd) if g > 1 else "the values analyzed have no common divisor"
+        if not why_odd:
+            const.multiple_of = g
+            _add_constraint(const, f"multiple of {g}")
+        elif all(v > 0 and v & (v - 1) == 0 for v in values):
+            const.power_of_two = True
+            _add_constraint(const, "power of two")
+            table.notes.append(f"with {spec.constant}={odd}: {why_odd}; values must be powers of two")
+        else:
+            const.refusals.append(
+                Refusal(
+                    "",
+                    "the code holds only for the values analyzed",
+                    f"with {spec.constant}={coprime}: {why}; with {spec.constant}={odd}: {why_odd}",
+                )
+            )
+            table.analysis_seconds = round(time.monotonic() - t0, 3)
+            return table
     low, high = min(values), max(values)
     for probe in (1, low // 4):
-        if 0 < probe < low and not why_not(probe):
+        if 0 < probe < low and _allowed(const, probe) and not why_not(probe):
             const.min_value = probe
             break
     else:
-        const.min_value = low
         table.notes.append(f"the spans hold for the values analyzed, not below {low}")
     probe = high * 4
-    if why_not(probe):
-        const.max_value = high
-        table.notes.append(f"the spans hold for the values analyzed, not above {high}")
-    else:
+    if _allowed(const, probe) and not why_not(probe):
         const.max_value = probe
+    else:
+        table.notes.append(f"the spans hold for the values analyzed, not above {high}")
     table.analysis_seconds = round(time.monotonic() - t0, 3)
     return table
 
 
-def _first_refusal(table: ScopeTable) -> str:
-    r = table.consts[0].refusals[0]
-    return f"{r.function}: {r.reason}"
+def _coprime_to(values: list[int]) -> int:
+    """A value near the original that shares no factor with any analyzed value."""
+    v = values[0] + abs(values[0]) // 2 + 1
+    while v in values or any(math.gcd(v, x) != 1 for x in values):
+        v += 1
+    return v
+
+
+def _allowed(const: PerfConst, value: int) -> bool:
+    """`value` meets the constraints found so far (the range aside)."""
+    if const.power_of_two and (value <= 0 or value & (value - 1)):
+        return False
+    return value % const.multiple_of == 0
+
+
+def _add_constraint(const: PerfConst, text: str) -> None:
+    if text not in const.constraint:
+        const.constraint = f"{const.constraint}; {text}" if const.constraint else text
 
 
 def analyze_binaries(
-    paths: list[Path], values: list[int], name: str, source: SourceLocation, only: str = ""
+    paths: list[Path],
+    values: list[int],
+    name: str,
+    source: SourceLocation,
+    only: str = "",
+    persistent: bool = False,
 ) -> ScopeTable:
     """Scope table for `name` from builds `paths` (same unit, constant = `values[i]` in paths[i])."""
     t0 = time.monotonic()
@@ -102,12 +142,24 @@ def analyze_binaries(
                     obj, "the constant changes data layout", f"object {obj} has sizes {sizes} in the builds"
                 )
             )
+    for dd in diff_data(codes):
+        const.refusals.append(
+            Refusal(
+                dd.where, f"the constant also lives in data ({dd.section}): SIE retunes code only", dd.detail
+            )
+        )
     for d in diff_functions(codes, only):
-        _function(d, codes[0], values, const)
+        _function(d, codes[0], values, const, persistent)
     if not const.spans and not const.refusals:
         const.refusals.append(Refusal("", "no function's code depends on the constant in these builds"))
     if any(s.state.form == "log2" for s in const.spans):
-        const.constraint = "power of two"
+        const.power_of_two = True
+        _add_constraint(const, "power of two")
+    if const.spans:  # what the builds show; validation builds (analyze) may widen it
+        const.min_value, const.max_value = min(values), max(values)
+    functions = list(dict.fromkeys(s.function for s in const.spans))
+    for s in const.spans:  # spans of one function can run within one activation
+        s.group = functions.index(s.function)
     return ScopeTable(binary_id(codes[0]), [const], analysis_seconds=round(time.monotonic() - t0, 3))
 
 
@@ -116,7 +168,17 @@ def binary_id(code: ElfCode) -> BinaryId:
     return BinaryId(str(code.path), code.build_id, code.sha256, code.elf_type, code.load_vaddr)
 
 
-def _function(d: FunctionDiff, code: ElfCode, values: list[int], const: PerfConst) -> None:
+def _function(d: FunctionDiff, code: ElfCode, values: list[int], const: PerfConst, persistent: bool) -> None:
+    if d.outside_filter:
+        why = d.shape_error or f"{len(d.seeds)} operands differ"
+        const.refusals.append(
+            Refusal(
+                d.name,
+                "the code depends on the constant outside the `functions` filter: widen the filter to it",
+                why,
+            )
+        )
+        return
     if d.shape_error:
         const.refusals.append(Refusal(d.name, "code shape depends on the constant", d.shape_error))
         return
@@ -128,15 +190,31 @@ def _function(d: FunctionDiff, code: ElfCode, values: list[int], const: PerfCons
             continue
         ins = d.insns[seed.index]
         try:
-            span = _span(d, fn.vaddr, fn.section, seed.index, seeds, values)
+            span = _span(d, fn.vaddr, fn.section, seed.index, seeds, values, persistent)
         except (Unsupported, SynthError) as e:
             const.refusals.append(Refusal(d.name, str(e), f"+{ins.off:#x}: {ins.mnemonic} {ins.op_str}"))
+            continue
+        except Escape as e:
+            const.refusals.append(
+                Refusal(
+                    d.name,
+                    f"{e}: an old value would stay in use after a change",
+                    "set `persistent = true` in the spec if the program copes with values of the"
+                    " constant that outlive the function (the safe span is then the whole function)",
+                )
+            )
             continue
         covered |= {i.index for i in d.insns if span.start <= i.off < span.end}
         const.spans.append(span)
 
 
-def _span(d: FunctionDiff, vaddr: int, section: str, first: int, seeds: dict, values: list[int]) -> Span:  # type: ignore[type-arg]
+class Escape(Exception):
+    """The value outlives the span (stored to memory, passed to a callee) and the spec did not opt in."""
+
+
+def _span(  # type: ignore[no-untyped-def]
+    d: FunctionDiff, vaddr: int, section: str, first: int, seeds: dict, values: list[int], persistent: bool
+) -> Span:
     insns = d.insns
     where = place(insns, first, vaddr)
     lifted = lift(insns[first], seeds[first], values)
@@ -156,12 +234,17 @@ def _span(d: FunctionDiff, vaddr: int, section: str, first: int, seeds: dict, va
     start, end = insns[where.first].off, insns[where.last].off + insns[where.last].size
     loc = start_location(lifted.target, lifted.location, insns[first])
     if "<memory>" in loc:
-        ranges, reason = (
+        seed = insns[first]
+        where_stored = f"{STORED} at +{seed.off:#x} (`{seed.mnemonic} {seed.op_str}`)"
+        ranges, reason, escapes = (
             [(0, insns[-1].off + insns[-1].size)],
-            "the constant is stored to non-stack memory: whole function",
+            f"{where_stored}: whole function",
+            True,
         )
     else:
-        ranges, reason = safe_span(insns, where.first, where.last, loc, vaddr)
+        ranges, reason, escapes = safe_span(insns, where.first, where.last, loc, vaddr)
+    if escapes and not persistent:
+        raise Escape(reason.removesuffix(": whole function"))
     raw = b"".join(i.raw for i in insns[where.first : where.last + 1])
     return Span(
         function=d.name,

@@ -24,31 +24,78 @@ class FunctionDiff:
     insns: list[Insn]  # of the first build (the one the engine patches)
     seeds: list[Seed] = field(default_factory=list)
     shape_error: str = ""  # non-empty: the builds differ beyond operands
+    outside_filter: bool = False  # differs, but the `functions` filter leaves it out
 
 
 def diff_functions(codes: list[ElfCode], only: str = "") -> list[FunctionDiff]:
-    """Functions whose code differs between the builds (by bytes, relocations masked)."""
+    """Functions whose code differs between the builds (by bytes, relocations masked).
+
+    Functions that the `only` filter leaves out are still compared: one that differs is returned
+    with `outside_filter` set, since retuning the others alone would leave it behind."""
     first = codes[0]
     pattern = re.compile(only) if only else None
     out: list[FunctionDiff] = []
     for name, fn in first.functions.items():
-        if pattern and not pattern.search(name):
-            continue
+        outside = bool(pattern and not pattern.search(name))
         others = [c.functions.get(name) for c in codes[1:]]
         if any(o is None for o in others):
-            out.append(FunctionDiff(name, [], shape_error="function is missing from a build"))
+            out.append(
+                FunctionDiff(name, [], shape_error="function is missing from a build", outside_filter=outside)
+            )
             continue
         masked = [_masked_bytes(f) for f in [fn, *others]]  # type: ignore[list-item]
         if all(m == masked[0] for m in masked[1:]):
             continue
         listings = [disassemble(first, fn)] + [disassemble(c, c.functions[name]) for c in codes[1:]]
         d = _compare(name, listings)
+        d.outside_filter = outside
         if d.seeds or d.shape_error:
             out.append(d)
     missing = [n for c in codes[1:] for n in c.functions if n not in first.functions]
     for n in sorted(set(missing)):
-        if not pattern or pattern.search(n):
-            out.append(FunctionDiff(n, [], shape_error="function exists only in a non-original build"))
+        outside = bool(pattern and not pattern.search(n))
+        out.append(
+            FunctionDiff(
+                n, [], shape_error="function exists only in a non-original build", outside_filter=outside
+            )
+        )
+    return out
+
+
+@dataclass
+class DataDiff:
+    section: str
+    where: str  # `section+offset`, with the symbol or address
+    detail: str
+
+
+def diff_data(codes: list[ElfCode]) -> list[DataDiff]:
+    """Data sections whose bytes differ between the builds (relocations masked): the constant also
+    lives in data (e.g. a folded `1.0 / K` in `.rodata`), which retuning the code would leave behind."""
+    first = codes[0]
+    out: list[DataDiff] = []
+    for name, ds in first.data_sections.items():
+        others = [c.data_sections.get(name) for c in codes[1:]]
+        if any(o is None or len(o.data) != len(ds.data) for o in others):
+            sizes = [len(o.data) if o else None for o in [ds, *others]]
+            out.append(DataDiff(name, name, f"{name} has sizes {sizes} in the builds"))
+            continue
+        base = ds.masked()
+        for o in others:
+            m = o.masked()  # type: ignore[union-attr]
+            diff = [i for i in range(len(base)) if base[i] != m[i] and i not in o.relocs]  # type: ignore[union-attr]
+            if diff:
+                off = diff[0]
+                at = f"{name}+{off:#x}"
+                sym = first.symbolize(ds.vaddr + off) if ds.vaddr else ""
+                if sym and not sym.startswith("0x"):
+                    at += f" ({sym})"
+                elif ds.vaddr:
+                    at += f" (address {ds.vaddr + off:#x})"
+                out.append(DataDiff(name, at, f"{len(diff)} bytes differ, first at {at}"))
+                break
+    for name in sorted({n for c in codes[1:] for n in c.data_sections} - set(first.data_sections)):
+        out.append(DataDiff(name, name, f"{name} exists only in a non-original build"))
     return out
 
 

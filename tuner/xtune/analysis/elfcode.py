@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -12,6 +13,9 @@ from elftools.elf.relocation import RelocationSection
 from elftools.elf.sections import NoteSection, SymbolTableSection
 
 SHF_EXECINSTR = 0x4
+# Sections whose bytes a constant may also live in (a folded 1/K double, a table of K-derived values).
+# `.rodata*`, `.data*` (`.data.rel.ro` too), their large-model `.l*` forms and TLS `.tdata`.
+DATA_SECTIONS = re.compile(r"^\.(l?rodata|l?data|tdata)(1|\..*)?$")
 
 
 @dataclass
@@ -25,6 +29,17 @@ class Function:
 
     def masked(self, off: int, size: int) -> bool:
         return any(o in self.relocs for o in range(off, off + size))
+
+
+@dataclass
+class DataSection:
+    name: str
+    vaddr: int  # ELF address (0 in a .o)
+    data: bytes
+    relocs: set[int] = field(default_factory=set)  # section offsets a relocation fills in
+
+    def masked(self) -> bytes:
+        return bytes(0 if i in self.relocs else b for i, b in enumerate(self.data))
 
 
 class ElfCode:
@@ -44,6 +59,7 @@ class ElfCode:
             self.objects: dict[str, int] = {}  # data objects: name -> size
             self._symbols: list[tuple[int, int, str]] = []  # (addr, size, name), any symbol with a size
             self._read_functions(elf)
+            self.data_sections = _data_sections(elf)
         self._symbols.sort()
         self._starts = [s[0] for s in self._symbols]
 
@@ -85,6 +101,32 @@ class ElfCode:
             if addr < start + size:
                 return f"{name}+{addr - start}"
         return f"{addr:#x}"
+
+
+def _data_sections(elf: ELFFile) -> dict[str, DataSection]:
+    """`.rodata*`, `.data*` (`.data.rel.ro` too) with the bytes relocations fill in: those of the
+    section's own relocation table in a .o, of the dynamic relocations in an executable."""
+    out = {
+        sec.name: DataSection(sec.name, sec["sh_addr"], sec.data())
+        for sec in elf.iter_sections()
+        if DATA_SECTIONS.match(sec.name) and sec["sh_type"] == "SHT_PROGBITS"
+    }
+    rel = elf["e_type"] == "ET_REL"
+    for rs in elf.iter_sections():
+        if not isinstance(rs, RelocationSection):
+            continue
+        if rel:  # offsets into the section the table applies to
+            ds = out.get(elf.get_section(rs["sh_info"]).name)
+            targets = [(ds, 0)] if ds else []
+        else:  # addresses
+            targets = [(ds, ds.vaddr) for ds in out.values()]
+        for r in rs.iter_relocations():
+            size = 8 if r["r_info_type"] in (1, 8, 24) else 4  # R_X86_64_64, _RELATIVE, _PC64
+            for ds, base in targets:
+                off = r["r_offset"] - base
+                if 0 <= off < len(ds.data):
+                    ds.relocs.update(range(off, off + size))
+    return out
 
 
 def _build_id(elf: ELFFile) -> str:

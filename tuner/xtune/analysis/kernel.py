@@ -29,7 +29,7 @@ from xtune.analysis.kernel_build import (
     units_using,
 )
 from xtune.analysis.kernel_spans import XSIE_REG, KernelFunction, KernelSpan, kernel_function
-from xtune.analysis.kernel_verify import matches, vmlinux
+from xtune.analysis.kernel_verify import build_id, matches, vmlinux
 from xtune.analysis.scope import (
     BinaryId,
     PerfConst,
@@ -114,7 +114,7 @@ def _add_spans(codes: list[ElfCode], const: PerfConst, unit: str, image: bytes |
             )
             continue
         fn = codes[0].functions[d.name]
-        kf = kernel_function(d, fn, vals)
+        kf = kernel_function(d, fn, vals, codes[0].functions.get(f"{d.name}.cold"))
         const.refusals += [Refusal(d.name, r, unit) for r in kf.refusals]
         if kf.spans and image is not None and matches(image, fn) != 1:
             const.refusals.append(
@@ -122,6 +122,18 @@ def _add_spans(codes: list[ElfCode], const: PerfConst, unit: str, image: bytes |
             )
             continue
         const.spans += [_scope_span(kf, fn.vaddr, fn.section, fn.data, s, vals[0]) for s in kf.spans]
+        for s in kf.spans:
+            _bound(const, *s.v_range())
+
+
+def _bound(const: PerfConst, low: int, high: int) -> None:
+    """Narrow the valid range of V to [low, high]. V keeps the sign of the analyzed values: a
+    count analyzed at positive values may mean something else at 0 (SHRINK_BATCH = 0 never
+    advances its loop) or below."""
+    if all(v > 0 for v in const.values):
+        low = max(low, 1)
+    const.min_value = low if const.min_value is None else max(const.min_value, low)
+    const.max_value = high if const.max_value is None else min(const.max_value, high)
 
 
 def _scope_span(kf: KernelFunction, vaddr: int, section: str, data: bytes, s: KernelSpan, v0: int) -> Span:
@@ -145,7 +157,7 @@ def _scope_span(kf: KernelFunction, vaddr: int, section: str, data: bytes, s: Ke
             pre_add=s.pre_add,
         ),
         patch="int3" if s.update == "cmp" else "jump",
-        patch_reason="a post-handler restores the register after the compare" if s.update == "cmp" else "",
+        patch_reason="the handler emulates the compare, resuming after it" if s.update == "cmp" else "",
         trampoline="",
         relocs=[],
         safe=[SafeRange(0, kf.size)],
@@ -162,7 +174,7 @@ def analyze(names: list[str], values: dict[str, list[int]], fresh: bool = False)
         t = time.monotonic()
         consts.append(analyze_const(env, name, values.get(name), fresh=fresh))
         seconds[name] = round(time.monotonic() - t, 2)
-    binary = BinaryId(f"{env.package} {env.package_version}", "", "", "EXEC", 0)
+    binary = BinaryId(f"{env.package} {env.package_version}", build_id(vmlinux(env)), "", "EXEC", 0)
     table = ScopeTable(binary, consts, analysis_seconds=round(time.monotonic() - t0, 2))
     table.notes.append(
         f"kernel {env.release}: units built from linux-source-6.1 with Debian's config and gcc-12"
@@ -173,11 +185,22 @@ def analyze(names: list[str], values: dict[str, list[int]], fresh: bool = False)
 XSIE_UPDATES = {"single_write": "set", "scale": "scale", "cmp": "cmp"}
 
 
-def xsie_lines(result: KernelAnalysis, first_id: int = 0) -> list[str]:
-    """The spans file for `xsiectl load`, from the scope table's fields: const ids in the order of
-    the table, from `first_id`; each function's span lines, then its safe line (entry and exits)."""
-    lines = []
+def xsie_lines(result: KernelAnalysis, first_id: int = 0, kernel: str = "") -> list[str]:
+    """The spans file for `xsiectl load`, from the scope table's fields: the build id of the
+    kernel the spans are for (`kernel`, default the table's binary), then const ids in the order of
+    the table, from `first_id`; each function's span lines, then its safe line (entry and exits),
+    then the const's valid range. A const with refusals has no spans file: some of its uses would
+    keep the old value."""
+    kernel = kernel or result.table.binary.build_id
+    if not kernel:
+        raise ScopeError("the scope table names no kernel build id (xsie.ko checks it)")
+    lines = [f"kernel {kernel}"]
     for cid, const in enumerate(result.table.consts, first_id):
+        if const.refusals or not const.spans:
+            reasons = "; ".join(f"{r.function}: {r.reason}" for r in const.refusals) or "no spans"
+            raise ScopeError(f"{const.name}: not tunable in the kernel ({reasons})")
+        if const.min_value is None or const.max_value is None:
+            raise ScopeError(f"{const.name}: the scope table gives no valid range of V")
         lines.append(f"const {cid} {const.name}")
         by_function: dict[str, list[Span]] = {}
         for sp in const.spans:
@@ -185,6 +208,7 @@ def xsie_lines(result: KernelAnalysis, first_id: int = 0) -> list[str]:
         for function, spans in by_function.items():
             lines += [_xsie_span(cid, sp, const.values[0]) for sp in spans]
             lines.append(f"safe {cid} {function} {','.join(hex(e) for e in spans[0].exits)}")
+        lines.append(f"range {cid} {const.min_value} {const.max_value}")
     return lines
 
 
@@ -217,8 +241,13 @@ def analyze_command(
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from e
     output.write_text(result.table.to_json())
+    refused = ""
     if xsie:
-        xsie.write_text("\n".join(xsie_lines(result)) + "\n")
+        xsie.unlink(missing_ok=True)  # never leave the spans of an earlier analysis behind
+        try:
+            xsie.write_text("\n".join(xsie_lines(result)) + "\n")
+        except ScopeError as e:
+            refused = f"error: no spans file written: {e}"
     for c in result.table.consts:
         typer.echo(
             f"{c.name}: {len(c.spans)} span(s), {len(c.refusals)} refusal(s), {result.seconds[c.name]} s"
@@ -227,5 +256,7 @@ def analyze_command(
             typer.echo(f"  span {s.function}+{s.start:#x}..{s.end:#x} [{s.update.text}] {s.state.text}")
         for r in c.refusals:
             typer.echo(f"  refused {r.function}: {r.reason} {r.detail}")
-    if not any(c.spans for c in result.table.consts):
+    if refused:
+        typer.echo(refused, err=True)
+    if refused or not any(c.spans for c in result.table.consts):
         raise typer.Exit(1)

@@ -4,18 +4,21 @@ The shared engine finds the seed instructions (differ.py) and fits IV = a*V + b 
 kernel span adds the kprobe placement and one of the three updates the module implements:
 
   set    `mov $IV, reg`: before the next instruction, reg = a*V + b;
-  cmp    `cmp $IV, reg` (the constant only decides a branch): for that one instruction reg is offset
-         by IV(V0) - IV(V) and restored after it (the flags are those of reg - IV(V));
+  cmp    `cmp $IV, reg` (the constant only decides a branch): the handler emulates the compare with
+         IV(V) (EFLAGS of reg - IV(V) at the operand width) and resumes after it;
   scale  a run of ALU instructions with constant operands on one register whose input takes a few
          known values (sbb r,r / setcc / mov $k): if for every input the result of each build is
          proportional to V (checked by evaluating the run), reg = reg * V / V0 before its consumer.
 
-Anything else is refused with the reason. The safe span is the whole function; its exits (ret,
+A span that a branch joins after its first instruction is refused (the probe would also run on a
+path that did not load the constant). Each span bounds V to where its register holds the update
+(v_range). Anything else is refused with the reason. The safe span is the whole function; its exits (ret,
 return-thunk jumps, tail calls) are listed for the entry/exit monitors of the global transition.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from capstone import x86_const as x
@@ -59,6 +62,15 @@ class KernelSpan:
     b: int
     text: str
     pre_add: int = 0  # scale: the probe sits on a final `add $pre_add`, which still runs after it
+    factor: int = 1  # scale: the register ends as at most factor * IV(V) (1 for set and cmp)
+
+    def v_range(self) -> tuple[int, int]:
+        """The values of V for which factor * (a*V + b) fits the register as a signed number."""
+        hi = ((1 << (self.width - 1)) - 1) // self.factor
+        lo = -(1 << (self.width - 1)) // self.factor
+        if self.a > 0:
+            return -((self.b - lo) // self.a), (hi - self.b) // self.a
+        return -((hi - self.b) // -self.a), (self.b - lo) // -self.a
 
 
 @dataclass
@@ -70,28 +82,54 @@ class KernelFunction:
     refusals: list[str] = field(default_factory=list)
 
 
-def exits(insns: list[Insn], size: int, func_vaddr: int) -> list[int]:
-    """Offsets where execution leaves the function: ret, and jumps out of it (return thunk, tail calls)."""
+def exits(insns: list[Insn], fn: Function, cold: Function | None = None) -> list[int]:
+    """Offsets where execution leaves the function: ret, and jumps out of it, conditional ones
+    too (return thunk, tail calls). A jump into the function's own out-of-line part (`cold`,
+    FUNC.cold) does not leave it."""
     out = []
     for ins in insns:
         if ins.mnemonic == "ret":
             out.append(ins.off)
-        elif ins.mnemonic == "jmp" and ins.ci.operands and ins.ci.operands[0].type == x.X86_OP_IMM:
-            # A relocated target (return thunk, tail call) or one outside the function.
-            inside = ins.target is not None and func_vaddr <= ins.target < func_vaddr + size
+        elif ins.is_jump and ins.ci.operands and ins.ci.operands[0].type == x.X86_OP_IMM:
+            if ins.target is not None:
+                inside = fn.vaddr <= ins.target < fn.vaddr + len(fn.data)
+            else:  # relocated: the return thunk, another function, or this function's cold part
+                inside = _into(cold, fn.relocs.get(ins.off + ins.size - 4, ""))
             if not inside:
                 out.append(ins.off)
     return out
 
 
-def kernel_function(d: FunctionDiff, fn: Function, values: list[int]) -> KernelFunction:
-    kf = KernelFunction(d.name, len(fn.data), exits(d.insns, len(fn.data), fn.vaddr))
+def _into(cold: Function | None, reloc: str) -> bool:
+    """Whether a rel32 relocation `symbol+addend` lands in `cold`."""
+    m = re.fullmatch(r"(.*?)([+-]\d+)", reloc)
+    if cold is None or m is None:
+        return False
+    name, target = m.group(1), int(m.group(2)) + 4  # the CPU adds rel32 to the next instruction
+    if name == cold.name:
+        return 0 <= target < len(cold.data)
+    return name == cold.section and cold.vaddr <= target < cold.vaddr + len(cold.data)
+
+
+def kernel_function(
+    d: FunctionDiff, fn: Function, values: list[int], cold: Function | None = None
+) -> KernelFunction:
+    kf = KernelFunction(d.name, len(fn.data), exits(d.insns, fn, cold))
     seeds = sorted(d.seeds, key=lambda s: s.index)
+    targets = {i.target - fn.vaddr for i in d.insns if i.target is not None}
     for run in _runs(d.insns, seeds):
         try:
             span = _span(d.insns, run, values)
         except Unsupported as e:
             kf.refusals.append(str(e))
+            continue
+        joins = sorted(t for t in targets if span.check_start < t <= span.probe)
+        if joins:
+            # A path jumping there skips the span's start, yet the probe would rewrite its state.
+            kf.refusals.append(
+                f"+{span.probe:#x}: a branch joins the span at +{joins[0]:#x}, so the probe "
+                "would also run on a path that did not load the constant"
+            )
             continue
         span.function = d.name
         if fn.masked(span.check_start, span.probe_end - span.check_start):
@@ -212,11 +250,14 @@ def _scale(
             raise Unsupported(f"+{first.off:#x}: the span's result is not proportional to V ({results})")
     assert before is not None
     text = f"{reg} in {sorted(set(results[0]))} = k*V: {reg} <- {reg}*V/V0"
+    factor = -(-max(abs(r) for r in results[0]) // abs(values[0]))
     last = insns[run[-1].index]
     if last.mnemonic in ("add", "sub"):
         # Probe the final add itself: the update pre-compensates its immediate. The probe then
         # covers `add` and the consumer instead of the consumer and a conditional jump after it,
         # so kprobes can jump-optimize it (cf. KernelX Appendix B).
         c = run[-1].values[0] * (1 if last.mnemonic == "add" else -1)
-        return KernelSpan("", "scale", before.off, last.off, nxt.off + nxt.size, reg, width, 1, 0, text, c)
-    return KernelSpan("", "scale", before.off, nxt.off, nxt.off + nxt.size, reg, width, 1, 0, text)
+        return KernelSpan(
+            "", "scale", before.off, last.off, nxt.off + nxt.size, reg, width, 1, 0, text, c, factor
+        )
+    return KernelSpan("", "scale", before.off, nxt.off, nxt.off + nxt.size, reg, width, 1, 0, text, 0, factor)

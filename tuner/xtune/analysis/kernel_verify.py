@@ -9,8 +9,11 @@ address again before any probe is placed.
 
 from __future__ import annotations
 
+import io
 import subprocess
 from pathlib import Path
+
+from elftools.elf.elffile import ELFFile
 
 from xtune.analysis.elfcode import Function
 from xtune.analysis.kernel_build import KernelBuildError, KernelEnv
@@ -28,6 +31,16 @@ def vmlinux(env: KernelEnv) -> bytes:
             raise KernelBuildError(f"extract-vmlinux failed: {run.stderr.decode(errors='replace')[-500:]}")
         Path(f"{out}.tmp").rename(out)
     return out.read_bytes()
+
+
+def build_id(image: bytes) -> str:
+    """The GNU build id of a vmlinux (what the running kernel shows in /sys/kernel/notes)."""
+    for sec in ELFFile(io.BytesIO(image)).iter_sections():
+        if sec.header.sh_type == "SHT_NOTE":
+            for note in sec.iter_notes():
+                if note.n_name == "GNU" and note.n_type == "NT_GNU_BUILD_ID":  # not Xen's type 3
+                    return note.n_desc
+    raise KernelBuildError("the distro vmlinux has no GNU build id note")
 
 
 def matches(image: bytes, fn: Function) -> int:

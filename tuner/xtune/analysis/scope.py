@@ -113,6 +113,9 @@ class Span:
     safe: list[SafeRange]
     safe_reason: str  # how the safe span was bounded
     exits: list[int] = field(default_factory=list)  # kernel: offsets leaving the safe function
+    # Spans of one constant that can run within one activation share a group: a transition keeps
+    # the value of a group fixed for a thread inside any of its safe spans (one group per function).
+    group: int = 0
 
     @property
     def vaddr(self) -> int:
@@ -135,10 +138,12 @@ class PerfConst:
     values: list[int]  # analyzed values; the first is the one compiled into `binary`
     spans: list[Span]
     refusals: list[Refusal]
-    constraint: str = ""  # extra condition on V (e.g. "power of two"), "" if none
+    constraint: str = ""  # the conditions on V below, readable (e.g. "power of two"), "" if none
     # The range of V over which validation builds gave the same spans (None: not validated).
     min_value: int | None = None
     max_value: int | None = None
+    multiple_of: int = 1  # V must be a multiple of it (the code holds only under divisibility)
+    power_of_two: bool = False  # V must be a power of two (the compiler made V a shift or mask)
 
     @property
     def tunable(self) -> bool:
@@ -148,9 +153,14 @@ class PerfConst:
         """Raise ScopeError when the scope table's expressions are not known to hold for `value`."""
         if value <= 0 and any(s.state.form.startswith("div") for s in self.spans):
             raise ScopeError(f"{self.name}: {value}: the analysis divides V, which must be positive")
-        if self.constraint == "power of two" and (value <= 0 or value & (value - 1)):
+        if self.power_of_two and (value <= 0 or value & (value - 1)):
             raise ScopeError(
                 f"{self.name}: {value} is not a power of two (the compiler made V a shift or mask)"
+            )
+        if value % self.multiple_of:
+            raise ScopeError(
+                f"{self.name}: {value} is not a multiple of {self.multiple_of} (the code holds only for"
+                " multiples)"
             )
         if self.min_value is not None and value < self.min_value:
             raise ScopeError(f"{self.name}: {value} is below {self.min_value}, where the analysis holds")
@@ -257,6 +267,14 @@ def _nullable_int(d: dict[str, Any], k: str, where: str) -> int | None:
     return v
 
 
+def _optional_int(d: dict[str, Any], k: str, where: str, default: int, least: int) -> int:
+    """An optional integer key (tables written before it existed load with `default`)."""
+    v = d.get(k, default)
+    if not isinstance(v, int) or isinstance(v, bool) or v < least:
+        raise ScopeError(f"{where}.{k}: expected an integer >= {least}")
+    return v
+
+
 def _parse_update(d: Any, w: str, start: int, end: int, state: StateExpr) -> Update:
     up = _obj(d, w, {"kind": str, "text": str, "register": str, "pre_add": int})
     probe, v0 = _nullable_int(up, "probe", w), _nullable_int(up, "v0", w)
@@ -349,6 +367,7 @@ def _parse_span(d: Any, w: str) -> Span:
         safe=safe,
         safe_reason=d["safe_reason"],
         exits=list(exits),
+        group=_optional_int(d, "group", w, 0, 0),
     )
 
 
@@ -371,6 +390,9 @@ def _parse_const(d: Any, w: str) -> PerfConst:
         if s.update.v0 is not None and s.update.v0 != values[0]:
             raise ScopeError(f"{w}.spans[{i}].update.v0: {s.update.v0} is not the compiled value {values[0]}")
     bounds = {key: _nullable_int(d, key, w) for key in ("min_value", "max_value")}
+    power_of_two = d.get("power_of_two", False)
+    if not isinstance(power_of_two, bool):
+        raise ScopeError(f"{w}.power_of_two: expected true or false")
     return PerfConst(
         name=d["name"],
         source=SourceLocation(**src),
@@ -379,6 +401,8 @@ def _parse_const(d: Any, w: str) -> PerfConst:
         refusals=refusals,
         constraint=d["constraint"],
         **bounds,
+        multiple_of=_optional_int(d, "multiple_of", w, 1, 1),
+        power_of_two=power_of_two,
     )
 
 

@@ -13,6 +13,9 @@ from xtune.analysis.lift import family
 JMP_LEN = 5
 ARG_REGS = {"rdi", "rsi", "rdx", "rcx", "r8", "r9"}
 CALLER_SAVED = ARG_REGS | {"rax", "r10", "r11", "rflags"}
+PASSED = "the value is passed to a callee"
+STORED = "the value is stored to memory other than the stack"
+ESCAPES = (PASSED, STORED)  # the value outlives the span: an old value stays in use after a change
 
 
 @dataclass
@@ -96,16 +99,19 @@ def _mem_key(ci: cs.CsInsn, op) -> str | None:  # type: ignore[no-untyped-def]
 def safe_span(insns: list[Insn], first: int, last: int, start_locs: set[str], func_vaddr: int):  # type: ignore[no-untyped-def]
     """Forward slice of the span's result inside the function (registers, flags, stack slots).
 
-    Returns (function-relative ranges, reason). When the value leaves what an intra-procedural
-    slice can bound (stored to non-stack memory, passed to a callee, returned, indirect jump) the
-    safe span is the whole function and the reason says why."""
+    Returns (function-relative ranges, reason, escapes). When the value leaves what an
+    intra-procedural slice can bound (stored to non-stack memory, passed to a callee, returned,
+    indirect jump) the safe span is the whole function and the reason says why; `escapes` is set
+    when the value outlives the function's activation (a store, a call argument such as an
+    allocation size), where even the whole function does not bound it."""
     index_of = {i.off: i.index for i in insns}
     whole = [(0, insns[-1].off + insns[-1].size)]
     live_in: dict[int, frozenset[str]] = {}
     included = set(range(first, last + 1))
+    widened = ""
     work = [(s, frozenset(start_locs)) for s in _succ(insns, last, func_vaddr, index_of)]
     if insns[last].ends_flow and not insns[last].is_jump:
-        return whole, "the span ends the function"
+        return whole, "the span ends the function", False
     while work:
         k, taint = work.pop()
         old = live_in.get(k, frozenset())
@@ -116,13 +122,23 @@ def safe_span(insns: list[Insn], first: int, last: int, start_locs: set[str], fu
         ins = insns[k]
         out, escape = _transfer(ins, set(new))
         if escape:
-            return whole, f"{escape} at +{ins.off:#x} (`{ins.mnemonic} {ins.op_str}`): whole function"
+            why = f"{escape} at +{ins.off:#x} (`{ins.mnemonic} {ins.op_str}`): whole function"
+            if escape in ESCAPES:
+                return whole, why, True
+            widened = widened or why  # keep slicing: another path may still let the value escape
+            continue
         if new:
             included.add(k)
         if out:
             for s in _succ(insns, k, func_vaddr, index_of):
                 work.append((s, frozenset(out)))
-    return _ranges(insns, included), "forward slice of the span's result (registers, flags, stack slots)"
+    if widened:
+        return whole, widened, False
+    return (
+        _ranges(insns, included),
+        "forward slice of the span's result (registers, flags, stack slots)",
+        False,
+    )
 
 
 def _transfer(ins: Insn, taint: set[str]) -> tuple[set[str], str]:
@@ -146,7 +162,7 @@ def _transfer(ins: Insn, taint: set[str]) -> tuple[set[str], str]:
     uses = bool(rd & taint) or any(k in taint for k in mem_r if k)
     if ins.is_call:
         if taint & ARG_REGS or any(t.startswith("rsp") for t in taint):
-            return set(), "the value is passed to a callee"
+            return set(), PASSED
         return taint - CALLER_SAVED, ""
     if ins.ci.group(cs.CS_GRP_RET):
         return set(), "the value is returned to callers" if "rax" in taint else ""
@@ -157,7 +173,7 @@ def _transfer(ins: Insn, taint: set[str]) -> tuple[set[str], str]:
         out |= wr
         for k in mem_w:
             if k is None:
-                return set(), "the value is stored to memory other than the stack"
+                return set(), STORED
             out.add(k)
     else:
         if ins.mnemonic.startswith("mov") or ins.mnemonic == "lea" or ins.mnemonic.startswith("set"):

@@ -22,6 +22,9 @@ class Spec:
     build: str  # command template: {src} {out} {value} {orig} {dir}
     define: bool  # pass the value as -D<constant>=<value> instead of rewriting the source
     function_filter: str  # regex: only functions matching it are analyzed ("" = all)
+    # The program copes with values that outlive a span (stored to memory, passed to callees such
+    # as an allocation size): such uses are then retuned with the whole function as the safe span.
+    persistent: bool = False
 
 
 def load_spec(path: str | Path) -> Spec:
@@ -69,6 +72,9 @@ def spec_from_dict(data: dict, path: Path) -> Spec:
         raise SpecError(f"{path}: field `build`: with define = true the command needs {{define}}")
     if not define:
         _locate(source, constant, line, path)
+    persistent = data.get("persistent", False)
+    if not isinstance(persistent, bool):
+        raise SpecError(f"{path}: field `persistent` must be true or false, got {type(persistent).__name__}")
     return Spec(
         path=path,
         source=source,
@@ -78,6 +84,7 @@ def spec_from_dict(data: dict, path: Path) -> Spec:
         build=build,
         define=define,
         function_filter=str(data.get("functions", "")),
+        persistent=persistent,
     )
 
 

@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A batch loop where K is a bound and a mask at once (several spans of one perf-const in one
+ * pass): fill() takes K bytes from reads of up to CHUNK and marks slot n & (K - 1) for each. One
+ * pass with one K marks K distinct slots; a pass that saw two values marks some slot twice or
+ * counts past the ring, and the worker aborts. WORKERS threads run passes with a short wait
+ * between them (a server between batches); main answers each input line with worker 0's last K.
+ */
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define K	64
+#define CHUNK	7
+#define RING	4096
+#define WORKERS 2
+
+/* Returns n << 16 | distinct slots marked. */
+__attribute__((noinline)) long fill(int fd)
+{
+	unsigned char seen[RING] = {0};
+	unsigned char tmp[CHUNK];
+	long n = 0, distinct = 0;
+
+	while (n < K) {
+		long got = read(fd, tmp, CHUNK), take;
+
+		if (got <= 0)
+			abort();
+		take = K - n < got ? K - n : got;
+		for (long i = 0; i < take; i++) {
+			unsigned long idx = (unsigned long)(n + i + tmp[i]) & (K - 1);
+
+			distinct += !seen[idx % RING];
+			seen[idx % RING] = 1;
+		}
+		n += take;
+	}
+	return n << 16 | distinct;
+}
+
+static volatile long last_n;
+
+static void *worker(void *arg)
+{
+	int fd = open("/dev/zero", O_RDONLY);
+
+	for (;;) {
+		long r = fill(fd), n = r >> 16, distinct = r & 0xffff;
+
+		if (n < 1 || n > RING || distinct != n || (n & (n - 1))) {
+			fprintf(stderr, "violation: a pass marked %ld slots for n = %ld\n",
+				distinct, n);
+			abort();
+		}
+		if (!arg)
+			last_n = n;
+		usleep(20);
+	}
+	return NULL;
+}
+
+int main(void)
+{
+	pthread_t t[WORKERS];
+	char line[64];
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (long i = 0; i < WORKERS; i++)
+		pthread_create(&t[i], NULL, worker, (void *)i);
+	printf("ready\n");
+	while (fgets(line, sizeof(line), stdin))
+		printf("%ld\n", last_n);
+	return 0;
+}

@@ -1,0 +1,125 @@
+"""The engine's checks where values are applied and the process's life under it: values outside
+the plan's range refused by the engine itself, another build refused by its build id, fork
+children running the original code, exec ending the attachment, the text byte-exact after."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import targets
+from xtune.analysis import attach as eng
+
+
+class Proc:
+    def __init__(self, path: str) -> None:
+        self.p = subprocess.Popen([path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def ask(self, line: str) -> str:
+        assert self.p.stdin and self.p.stdout
+        self.p.stdin.write(line + "\n")
+        self.p.stdin.flush()
+        return self.p.stdout.readline().strip()
+
+    def line(self) -> str:
+        assert self.p.stdout
+        return self.p.stdout.readline().strip()
+
+    def close(self) -> None:
+        self.p.kill()
+        self.p.wait()
+
+
+def expect(n: int, k: int) -> str:
+    return str(n - k if n >= k else n + 1000000)
+
+
+def fork_target():
+    table = targets.analyzed("fork_target", [100, 50, 300], flags="-O2")
+    assert table.consts[0].tunable, table.consts[0].refusals
+    return table
+
+
+def test_engine_refuses_values_outside_the_plan(engine):
+    table = fork_target()
+    const = table.consts[0]
+    assert const.min_value is not None and const.max_value is not None
+    t = Proc(table.binary.path)
+    try:
+        assert t.ask("3000") == expect(3000, 100)
+        eng.attach(t.p.pid, table, "", ["K"])
+        eng.set_value(t.p.pid, "K", const.max_value)  # no PerfConst: only the engine checks
+        for bad, why in ((const.min_value - 1, "below"), (const.max_value + 1, "above")):
+            with pytest.raises(eng.SieError, match=f"refused: K = {bad} is {why} the range"):
+                eng.set_value(t.p.pid, "K", bad)
+        assert t.ask("3000") == expect(3000, const.max_value), "a refusal leaves the value as is"
+        eng.detach(t.p.pid)
+        assert eng.spans_hold_original(t.p.pid, table)
+    finally:
+        t.close()
+
+
+def test_engine_refuses_another_build(engine, tmp_path):
+    table = fork_target()
+    assert table.binary.build_id, "gcc on Debian writes a build id"
+    t = Proc(table.binary.path)
+    try:
+        t.ask("1")
+        good = eng.plan_text(table, {"K": 0}, "/dev/shm/unused")
+        bad = good.replace(table.binary.build_id, "0" * len(table.binary.build_id))
+        assert bad != good
+        plan = tmp_path / "plan"
+        plan.write_text(bad)
+        r = subprocess.run(
+            [str(engine), "arm", "--pid", str(t.p.pid), "--plan", str(plan), "--state", str(tmp_path / "st")],
+            capture_output=True,
+            text=True,
+        )
+        assert r.returncode == 1 and "build id" in r.stderr and "another build" in r.stderr, r.stderr
+        assert eng.spans_hold_original(t.p.pid, table)
+        assert t.ask("3000") == expect(3000, 100)
+    finally:
+        t.close()
+
+
+def test_fork_child_runs_original_code(engine):
+    table = fork_target()
+    t = Proc(table.binary.path)
+    try:
+        t.ask("1")
+        eng.attach(t.p.pid, table, "", ["K"])
+        eng.set_value(t.p.pid, "K", 250)
+        for _ in range(20):
+            assert t.ask("f 3000") == expect(3000, 100), "a fork child runs unpatched"
+            assert t.line() == "forked"
+            assert t.ask("3000") == expect(3000, 250), "the parent keeps its value"
+        eng.detach(t.p.pid)
+        assert eng.spans_hold_original(t.p.pid, table)
+        assert t.ask("3000") == expect(3000, 100)
+    finally:
+        t.close()
+
+
+def test_exec_ends_the_attachment(engine):
+    table = fork_target()
+    t = Proc(table.binary.path)
+    try:
+        t.ask("1")
+        att = eng.attach(t.p.pid, table, "", ["K"])
+        eng.set_value(t.p.pid, "K", 250)
+        assert t.p.stdin
+        t.p.stdin.write("x\n")
+        t.p.stdin.flush()
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{t.p.pid}/exe").resolve() != Path("/bin/cat").resolve():
+            assert time.monotonic() < deadline, "exec did not happen"
+            time.sleep(0.01)
+        assert t.ask("hello") == "hello", "the new program runs, untraced"
+        with pytest.raises(eng.SieError, match="called exec"):
+            eng.detach(t.p.pid)
+        assert not Path(f"/proc/{att.server}").exists() or eng._servers == {}
+        assert not (att.dir / "meta.json").exists(), "the attachment is gone with the engine"
+    finally:
+        t.close()
