@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Building one frame per window: items, quantiles from log2 histograms, per-CPU deltas. */
+/* Building one frame per window: items, quantiles, per-CPU deltas. */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -71,33 +71,6 @@ int xt_quantiles_add(const char *base, const char *unit, const char *source)
 	return p50;
 }
 
-/*
- * The q-quantile of a log2 histogram: find the bucket [2^b, 2^(b+1)) holding the rank and
- * interpolate linearly inside it (bucket 0 holds 0 and 1).
- */
-double xt_hist_quantile(const __u64 *slots, int nslots, double q)
-{
-	uint64_t total = 0, seen = 0;
-	double rank, lo, hi;
-	int b;
-
-	for (b = 0; b < nslots; b++)
-		total += slots[b];
-	if (!total)
-		return 0;
-	rank = q * total;
-	for (b = 0; b < nslots; b++) {
-		if (!slots[b] || seen + slots[b] < rank) {
-			seen += slots[b];
-			continue;
-		}
-		lo = b ? (double)(1ull << b) : 0;
-		hi = (double)(1ull << (b + 1));
-		return lo + (hi - lo) * (rank - seen) / slots[b];
-	}
-	return (double)(1ull << nslots);
-}
-
 void xt_emit_quantiles(int p50_id, const __u64 *slots, int nslots, double scale)
 {
 	uint64_t total = 0;
@@ -117,22 +90,25 @@ void xt_emit_quantiles(int p50_id, const __u64 *slots, int nslots, double scale)
 int xt_nr_cpus(void)
 {
 	static int n;
+	long conf;
 
-	if (!n)
-		n = sysconf(_SC_NPROCESSORS_CONF);
+	if (!n) { /* BPF programs index by CPU & (XT_MAX_CPUS - 1) */
+		conf = sysconf(_SC_NPROCESSORS_CONF);
+		n = conf < XT_MAX_CPUS ? conf : XT_MAX_CPUS;
+	}
 	return n;
 }
 
-void xt_percpu_delta(const void *percpu, void *prev, void *delta, size_t size)
+void xt_striped_delta(const void *stripes, int n, void *prev, void *delta, size_t size)
 {
-	const volatile unsigned char *base = percpu;
+	const volatile unsigned char *base = stripes;
 	uint64_t *p = prev, *d = delta;
 	size_t i, nwords = size / sizeof(uint64_t);
-	int cpu, ncpu = xt_nr_cpus();
+	int s;
 
 	memset(delta, 0, size);
-	for (cpu = 0; cpu < ncpu; cpu++) {
-		const volatile uint64_t *w = (const volatile uint64_t *)(base + cpu * size);
+	for (s = 0; s < n; s++) {
+		const volatile uint64_t *w = (const volatile uint64_t *)(base + s * size);
 
 		for (i = 0; i < nwords; i++)
 			d[i] += w[i];
@@ -143,4 +119,9 @@ void xt_percpu_delta(const void *percpu, void *prev, void *delta, size_t size)
 		d[i] = now - p[i];
 		p[i] = now;
 	}
+}
+
+void xt_percpu_delta(const void *percpu, void *prev, void *delta, size_t size)
+{
+	xt_striped_delta(percpu, xt_nr_cpus(), prev, delta, size);
 }

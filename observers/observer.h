@@ -15,14 +15,15 @@
 #include "xtune/observe_bpf.h"
 #include "xtune/recording.h"
 
-#define XT_MAX_FUNCS 8
+#define XT_MAX_FUNCS	 8
+#define XT_MAX_FUNC_ARGS 4 /* argument gauges per --func */
 
 /* Command-line settings a family may need. */
 struct xt_options {
 	int block_major, block_minor;	 /* block: only this device; -1 = every device */
-	int target_pid;			 /* syscall: 0 = every process */
-	const char *target_comm;	 /* syscall: NULL = every command */
-	const char *funcs[XT_MAX_FUNCS]; /* func: "BINARY:FUNCTION" */
+	int target_pid;			 /* syscall, sched, func: 0 = every process */
+	const char *target_comm;	 /* syscall, sched, func: NULL = every command */
+	const char *funcs[XT_MAX_FUNCS]; /* func: "BINARY:FUNCTION[:argN[/32]=NAME]..." */
 	int nr_funcs;
 };
 
@@ -38,6 +39,21 @@ struct xt_family {
 	void (*collect)(uint64_t window_ns);
 	void (*stop)(void);
 };
+
+/* A --func BINARY:FUNCTION[:argN[/32]=NAME]... */
+struct xt_func_spec {
+	char binary[4096];
+	char function[128];
+	int nargs;
+	struct {
+		int reg; /* 0..4 */
+		bool bits32;
+		char name[48];
+	} args[XT_MAX_FUNC_ARGS];
+};
+
+/* 0, or -1 with the reason in err. */
+int xt_func_spec_parse(const char *arg, struct xt_func_spec *spec, char *err, size_t errlen);
 
 /* Catalog: ids are assigned in registration order starting at 1. */
 int xt_signal_add(const char *name, const char *unit, const char *kind, const char *source);
@@ -56,12 +72,16 @@ void xt_emit_empty(int id);
 int xt_quantiles_add(const char *base, const char *unit, const char *source);
 void xt_emit_quantiles(int p50_id, const __u64 *slots, int nslots, double scale);
 double xt_hist_quantile(const __u64 *slots, int nslots, double q);
+/* Bucket idx of a histogram holds the integers [lo, lo + width). */
+void xt_hist_bucket(int idx, uint64_t *lo, uint64_t *width);
 
 /*
  * Sum a family's cumulative per-CPU stats (structs of u64, `size` bytes each, one per CPU) and
  * turn the sum into the delta since the previous call, kept in `prev`.
  */
 void xt_percpu_delta(const void *percpu, void *prev, void *delta, size_t size);
+/* The same over n stripes (families whose CPUs share stripes: CPU & (n - 1)). */
+void xt_striped_delta(const void *stripes, int n, void *prev, void *delta, size_t size);
 int xt_nr_cpus(void);
 
 void xt_frame_begin(uint64_t seq, uint64_t start_ns, uint64_t end_ns, uint64_t dropped);

@@ -61,8 +61,12 @@ static const char usage_text[] =
 	"  --record FILE          append the catalog and every frame to a recording\n"
 	"  --rt-priority N        close windows as SCHED_FIFO N (1..99), memory locked\n"
 	"  --block-dev MAJ:MIN    block family: only this device\n"
-	"  --pid PID, --comm NAME syscall family: only this process or command\n"
-	"  --func BINARY:FUNCTION func family: uprobe this function (up to 8 times)\n"
+	"  --pid PID, --comm NAME syscall, func (and sched target) families: only this\n"
+	"                         process or command\n"
+	"  --func BINARY:FUNCTION[:argN[/32]=NAME]...\n"
+	"                         func family: uprobe this function (up to 8 times), with\n"
+	"                         the window mean and max of integer argument N (0..4;\n"
+	"                         /32: an int) as func.FUNCTION.NAME.mean/max\n"
 	"families:";
 
 static void usage(FILE *out)
@@ -151,7 +155,8 @@ static void parse_args(int argc, char **argv, struct settings *s)
 	bool families_given = false;
 	uint32_t slots;
 	size_t i;
-	char tail;
+	struct xt_func_spec spec;
+	char tail, err[256];
 	int c;
 
 	opterr = 0;
@@ -199,8 +204,8 @@ static void parse_args(int argc, char **argv, struct settings *s)
 		case 'F':
 			if (s->opt.nr_funcs == XT_MAX_FUNCS)
 				die_usage("at most %d --func", XT_MAX_FUNCS);
-			if (!strchr(optarg, ':'))
-				die_usage("--func wants BINARY:FUNCTION, not '%s'", optarg);
+			if (xt_func_spec_parse(optarg, &spec, err, sizeof(err)))
+				die_usage("--func: %s", err);
 			s->opt.funcs[s->opt.nr_funcs++] = optarg;
 			break;
 		case 'b':

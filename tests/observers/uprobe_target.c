@@ -4,6 +4,10 @@
  *   uprobe_target calls N     call xt_work() exactly N times
  *   uprobe_target threads T MS   T threads each inside xt_nap() for MS ms, twice
  *   uprobe_target syscalls N  N getppid() system calls
+ *   uprobe_target sleeps N    N calls of xt_sleep(), 2 to 9.92 ms; prints each call's duration
+ *                             (ns, as seen by the caller)
+ *   uprobe_target gated N     wait for a line on stdin, then call xt_work() N times
+ *   uprobe_target rounds N    N calls xt_round(i % 97 - 20, i * 100000007)
  *   uprobe_target spin MS CPU spin MS ms on CPU (pinned after exec: the waits before it are
  *                             not the spinner's), then sleep until killed
  */
@@ -33,6 +37,25 @@ __attribute__((noinline)) void xt_nap(int ms)
 	__asm__ volatile("" ::: "memory");
 }
 
+__attribute__((noinline)) void xt_sleep(long ns)
+{
+	struct timespec ts = {ns / 1000000000, ns % 1000000000};
+
+	nanosleep(&ts, NULL);
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void xt_round(int active_flows, long backlog)
+{
+	sink += active_flows + backlog;
+	__asm__ volatile("" ::: "memory");
+}
+
+static long elapsed_ns(const struct timespec *a, const struct timespec *b)
+{
+	return (b->tv_sec - a->tv_sec) * 1000000000L + (b->tv_nsec - a->tv_nsec);
+}
+
 static void *napper(void *arg)
 {
 	xt_nap(nap_ms);
@@ -49,6 +72,25 @@ int main(int argc, char **argv)
 		return 2;
 	n = atol(argv[2]);
 	if (!strcmp(argv[1], "calls")) {
+		for (i = 0; i < n; i++)
+			xt_work(i);
+	} else if (!strcmp(argv[1], "sleeps")) {
+		struct timespec t0, t1;
+
+		for (i = 0; i < n; i++) {
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			xt_sleep(2000000L + (i * 37 % 100) * 80000L);
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			printf("%ld\n", elapsed_ns(&t0, &t1));
+		}
+	} else if (!strcmp(argv[1], "rounds")) {
+		for (i = 0; i < n; i++)
+			xt_round(i % 97 - 20, i * 100000007L);
+	} else if (!strcmp(argv[1], "gated")) {
+		char line[16];
+
+		if (!fgets(line, sizeof(line), stdin))
+			return 1;
 		for (i = 0; i < n; i++)
 			xt_work(i);
 	} else if (!strcmp(argv[1], "syscalls")) {
