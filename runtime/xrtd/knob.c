@@ -303,6 +303,8 @@ int knob_register(const struct knob_spec *spec, struct xrtd_knob **out, char err
 	k->shared = table_slot(slot);
 	xrtd.knobs[slot] = k;
 	table_fill_slot(k);
+	if (slot >= xrtd.slots_used)
+		__atomic_store_n(&xrtd.slots_used, slot + 1, __ATOMIC_RELEASE);
 	*out = k;
 	return 0;
 }

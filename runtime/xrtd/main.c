@@ -22,7 +22,8 @@ struct xrtd xrtd = {
 		.state_dir = "/var/lib/xtune",
 		.shm_name = "xtune.knobs",
 		.lease_action = LEASE_TO_GOOD,
-		.poll_us = 1000},
+		.poll_us = 1000,
+		.slice_us = 100},
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
@@ -39,6 +40,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: xrtd [--socket PATH] [--state-dir DIR] [--shm NAME]\n"
 		   "            [--allow BACKEND:GLOB]... [--lease-action good|original]\n"
 		   "            [--poll-us N] [--journal-sync originals|all] [--rt-priority N]\n"
+		   "            [--slice-us N]\n"
 		   "Applies knob values with journal, lease and rollback (runtime/README.md).\n");
 }
 
@@ -53,6 +55,7 @@ static int parse_args(int argc, char **argv)
 		{"poll-us", required_argument, NULL, 'p'},
 		{"journal-sync", required_argument, NULL, 'j'},
 		{"rt-priority", required_argument, NULL, 'r'},
+		{"slice-us", required_argument, NULL, 'S'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -116,6 +119,17 @@ static int parse_args(int argc, char **argv)
 				return -1;
 			}
 			xrtd.opt.rt_priority = v;
+			break;
+		case 'S':
+			/* The kernel takes custom slices of 100 µs to 100 ms. */
+			v = strtol(optarg, &end, 10);
+			if (*end || (v && (v < 100 || v > 100000))) {
+				fprintf(stderr,
+					"xrtd: --slice-us %s: 0 (default slice) or 100..100000\n",
+					optarg);
+				return -1;
+			}
+			xrtd.opt.slice_us = v;
 			break;
 		case 'h':
 			usage(stdout);

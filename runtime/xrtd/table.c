@@ -97,6 +97,7 @@ void table_publish(struct xrtd_knob *k, uint32_t state, int32_t error, uint64_t 
 	__atomic_store_n(&s->state, state, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->error, error, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->applied_gen, gen, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->applied_ns, now_ns(), __ATOMIC_RELAXED);
 	__atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELEASE);
 }
 

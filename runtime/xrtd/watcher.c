@@ -4,12 +4,19 @@
  * It sleeps in FUTEX_WAIT on the header's doorbell with a timeout: --poll-us when idle, 20 µs
  * for 100 ms after any change (bursts of writes get short latency without a busy loop). A
  * writer that rings the doorbell and calls FUTEX_WAKE is served at once.
+ *
+ * After a quiet spell the watcher is usually woken on the CPU where the writer (or the polling
+ * application it tunes) is running. The scheduler then lets that task finish its slice
+ * (0.75 ms × (1 + log2 CPUs) by default) before the watcher runs: milliseconds per first change.
+ * A short slice of its own (--slice-us, EEVDF's sched_runtime for SCHED_OTHER, Linux ≥ 6.12)
+ * gives the watcher an earlier deadline, so its wakeup preempts the running task.
  */
 #include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -25,9 +32,11 @@ static bool running;
 
 static bool scan(void)
 {
+	int used = __atomic_load_n(&xrtd.slots_used, __ATOMIC_ACQUIRE);
 	bool changed = false;
 
-	for (int i = 0; i < XT_KNOB_MAX; i++) {
+	/* Slots ever registered only: an idle poll reads a few cache lines, not 128 KiB. */
+	for (int i = 0; i < used; i++) {
 		struct xt_knob_slot *s = table_slot(i);
 		char err[XRTD_ERR_LEN];
 		struct xrtd_knob *k;
@@ -58,12 +67,49 @@ static bool scan(void)
 	return changed;
 }
 
+/* glibc has no sched_setattr; the layout is the kernel's (uapi linux/sched/types.h). */
+struct sched_attr_v1 {
+	uint32_t size, policy;
+	uint64_t flags;
+	int32_t nice;
+	uint32_t priority;
+	uint64_t runtime, deadline, period;
+	uint32_t util_min, util_max;
+};
+
+/*
+ * SCHED_FIFO with --rt-priority (on a busy host a normal thread may wait milliseconds for a CPU
+ * behind other runnable tasks; the watcher only runs briefly between futex sleeps), else normal
+ * scheduling with a short slice (--slice-us).
+ */
+static void set_scheduling(void)
+{
+	struct sched_attr_v1 attr = {.size = sizeof(attr)};
+
+	if (xrtd.opt.rt_priority) {
+		attr.policy = SCHED_FIFO;
+		attr.priority = xrtd.opt.rt_priority;
+	} else if (xrtd.opt.slice_us) {
+		attr.policy = SCHED_OTHER;
+		attr.runtime = (uint64_t)xrtd.opt.slice_us * 1000;
+	} else {
+		return;
+	}
+	if (syscall(SYS_sched_setattr, 0, &attr, 0))
+		fprintf(stderr,
+			"xrtd: %s: %s, the table watcher runs with the default scheduling\n",
+			xrtd.opt.rt_priority ? "--rt-priority: cannot set SCHED_FIFO"
+					     : "--slice-us: cannot set the slice",
+			strerror(errno));
+}
+
 static void *watch(void *arg)
 {
 	uint32_t *doorbell = (uint32_t *)&xrtd.table->doorbell; /* low half (little endian) */
 	uint64_t hot_until = 0;
 
 	(void)arg;
+	set_scheduling();
 	/* The default 50 µs timer slack would stretch the 20 µs hot poll several times over. */
 	prctl(PR_SET_TIMERSLACK, 1000);
 	while (!__atomic_load_n(&xrtd.stop, __ATOMIC_ACQUIRE)) {
@@ -84,17 +130,9 @@ static void *watch(void *arg)
 
 int watcher_start(void)
 {
-	struct sched_param sp = {.sched_priority = xrtd.opt.rt_priority};
 	int ret = pthread_create(&thread, NULL, watch, NULL);
 
 	running = !ret;
-	/*
-	 * On a busy host a normal thread waits milliseconds for a CPU after its wakeup; a
-	 * SCHED_FIFO watcher runs at once. It only ever runs briefly between futex sleeps.
-	 */
-	if (!ret && sp.sched_priority && pthread_setschedparam(thread, SCHED_FIFO, &sp))
-		fprintf(stderr, "xrtd: --rt-priority %d: cannot set SCHED_FIFO, running without\n",
-			sp.sched_priority);
 	return -ret;
 }
 

@@ -19,6 +19,7 @@ struct xrtd_options {
 	unsigned poll_us;      /* idle poll period of the table watcher */
 	bool journal_sync_all; /* fdatasync every record, not only the originals */
 	int rt_priority;       /* SCHED_FIFO priority of the table watcher, 0 = normal scheduling */
+	unsigned slice_us; /* the watcher's scheduler slice under normal scheduling, 0 = default */
 };
 
 struct xrtd_counters {
@@ -30,7 +31,9 @@ struct xrtd {
 	struct xrtd_options opt;
 	struct xt_knob_table_header *table;
 	struct xrtd_knob *knobs[XT_KNOB_MAX]; /* by slot */
-	pthread_mutex_t lock;		      /* knobs, journal, backends, counters */
+	int slots_used; /* one past the highest slot ever registered: the watcher scans no further
+			 */
+	pthread_mutex_t lock; /* knobs, journal, backends, counters */
 	struct xrtd_counters counters;
 	bool replaying; /* journal replay: restoring originals, the allow-list does not apply */
 	bool lease_held;

@@ -19,6 +19,7 @@ FIELDS = {
     "OFF_APPLIED_GEN": "applied_gen",
     "OFF_STATE": "state",
     "OFF_ERROR": "error",
+    "OFF_APPLIED_NS": "applied_ns",
 }
 
 

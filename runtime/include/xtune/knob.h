@@ -74,7 +74,8 @@ struct xt_knob_slot {
 	uint64_t applied_gen; /* the desired_gen that `applied`/`state` answer */
 	uint32_t state;	      /* enum xt_knob_state */
 	int32_t error;	      /* errno of the last failure, 0 if none */
-	uint8_t reserved2[32];
+	uint64_t applied_ns;  /* CLOCK_MONOTONIC when xrtd published this answer */
+	uint8_t reserved2[24];
 };
 
 struct xt_knob_table_header {
