@@ -1,20 +1,29 @@
 // SPDX-License-Identifier: MIT
 /*
- * A small UDP dataplane in the style of the ML-native dataplane paper: one epoll loop, RX batching
- * bounded by the compiled-in RX_BATCH_SIZE. A batch is collected until it holds RX_BATCH_SIZE
- * requests or RX_FILL_NS passed since its first request (interrupt coalescing), then processed
- * and answered with one sendmmsg. Large batches amortize the per-batch cost (BATCH_COST_NS: a
- * doorbell, a flush); under light load they make the first request of a batch wait for the rest.
+ * A small UDP dataplane with the I/O design of the ML-native dataplane paper. Each polling round
+ * takes up to the compiled-in RX_BATCH_SIZE requests from the socket (when nothing waits, it waits
+ * at most RX_FILL_NS per slot for the batch to fill: interrupt coalescing) into per-flow RX buffers
+ * (a flow is a client's source port), then delivers only the first payload of each flow's buffer to
+ * the application, processes those and answers them with one sendmmsg. So the best RX_BATCH_SIZE
+ * depends on the number of active flows: much larger than the flow count, the round pays for
+ * taking requests it cannot deliver yet (RX_PKT_COST_NS each) and the flow buffers fill up
+ * (FLOW_BUF payloads each; more are dropped); much smaller, more rounds (ROUND_COST_NS each: a
+ * doorbell, a flush) are needed for the same requests; and under light load a large batch makes
+ * its first request wait for the rest.
  *
  *   server PORT        answers on 127.0.0.1:PORT; a request "stats" returns
- *                      "batches packets max_batch"
+ *                      "batches packets max_batch" (rounds that took requests, payloads
+ *                      delivered, most requests taken in one round)
  *
- * serve_batch() runs once per batch, from its first request's pickup to the reply: an observer's
- * uprobe on it sees the time a batch's first request spends in the server (`xtune demo`).
+ * serve_batch() runs once per polling round, from the pickup of its first request to the reply:
+ * an observer's uprobe on it sees the time a round's first request spends in the server (`xtune
+ * demo`). dp_round(active_flows, backlog) is called once per round with the flows that have
+ * payloads waiting and how many: a uprobe on it reads the dataplane's load signals.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,17 +31,38 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#define RX_BATCH_SIZE 64
-#define MAX_BATCH     1024
-#define RX_FILL_NS    4000
-#define BATCH_COST_NS 20000
-#define PKT_COST_NS   2000
-#define PKT_LEN	      128
+#define RX_BATCH_SIZE  64
+#define MAX_BATCH      1024 /* the largest RX_BATCH_SIZE the arrays hold */
+#define RX_FILL_NS     4000
+#define ROUND_COST_NS  20000
+#define RX_PKT_COST_NS 1000
+#define PKT_COST_NS    4000
+#define PKT_LEN	       128
+#define MAX_FLOWS      512 /* flows with payloads waiting at once; a request beyond is dropped */
+#define FLOW_BUF       8   /* payloads a flow's RX buffer holds; a request beyond is dropped */
 
-static struct mmsghdr msgs[MAX_BATCH];
-static struct iovec iovs[MAX_BATCH];
+struct payload {
+	struct sockaddr_in peer;
+	unsigned int len;
+	char data[PKT_LEN];
+};
+
+struct flow {
+	uint16_t port; /* the client's source port */
+	unsigned int head, count;
+	struct payload buf[FLOW_BUF];
+};
+
+/* Requests as recvmmsg takes them, and the replies of one round. */
+static struct mmsghdr msgs[MAX_BATCH], replies[MAX_FLOWS];
+static struct iovec iovs[MAX_BATCH], reply_iovs[MAX_FLOWS];
 static struct sockaddr_in peers[MAX_BATCH];
 static char bufs[MAX_BATCH][PKT_LEN];
+
+/* Flows with payloads waiting, in arrival order (delivered round-robin); slot_of_port: slot + 1. */
+static struct flow flows[MAX_FLOWS];
+static uint16_t slot_of_port[65536];
+static int active[MAX_FLOWS], nactive, free_slots[MAX_FLOWS], nfree, waiting;
 static unsigned long long batches, packets, max_batch;
 
 static long long now_ns(void)
@@ -62,9 +92,11 @@ static void reset_slot(int i)
 }
 
 /*
- * Collect one batch: at most RX_BATCH_SIZE requests, waiting at most RX_FILL_NS per slot. The
- * bound is read once per batch and only counted down by what arrived (the slots are reset
- * outside), so a bound retuned live during a batch (SIE) cannot give recvmmsg a bad count.
+ * Collect one batch: at most RX_BATCH_SIZE requests, waiting at most RX_FILL_NS per slot for the
+ * batch to fill, but only when no payload waits in the flow buffers (a polling dataplane with work
+ * to do does not wait). The bound is read once per batch and only counted down by what arrived
+ * (the slots are reset outside), so a bound retuned live during a batch (SIE) cannot give
+ * recvmmsg a bad count.
  */
 __attribute__((noinline)) static int rx_batch(int fd)
 {
@@ -80,40 +112,112 @@ __attribute__((noinline)) static int rx_batch(int fd)
 			room -= got;
 			if (room <= 0)
 				break;
-		} else if (!n || now_ns() - first >= (long long)RX_BATCH_SIZE * RX_FILL_NS) {
+		} else if (!n || waiting ||
+			   now_ns() - first >= (long long)RX_BATCH_SIZE * RX_FILL_NS) {
 			break;
 		}
 	}
 	return n;
 }
 
-static void process(int fd, int n)
+/* Put the n requests recvmmsg took into their flows' RX buffers (dropped when full). */
+static void enqueue(int n)
 {
-	spend(BATCH_COST_NS);
 	for (int i = 0; i < n; i++) {
-		spend(PKT_COST_NS);
-		iovs[i].iov_len = msgs[i].msg_len;
-		if (msgs[i].msg_len == 5 && !memcmp(bufs[i], "stats", 5))
-			iovs[i].iov_len = (size_t)snprintf(bufs[i], PKT_LEN, "%llu %llu %llu",
-							   batches, packets, max_batch);
+		uint16_t port = ntohs(peers[i].sin_port);
+		struct flow *f;
+		struct payload *p;
+		int slot = slot_of_port[port] - 1;
+
+		spend(RX_PKT_COST_NS);
+		if (slot < 0) {
+			if (!nfree)
+				continue;
+			slot = free_slots[--nfree];
+			slot_of_port[port] = (uint16_t)(slot + 1);
+			flows[slot].port = port;
+			active[nactive++] = slot;
+		}
+		f = &flows[slot];
+		if (f->count == FLOW_BUF)
+			continue; /* dropped: the client sees no answer */
+		p = &f->buf[(f->head + f->count++) % FLOW_BUF];
+		p->peer = peers[i];
+		p->len = msgs[i].msg_len;
+		memcpy(p->data, bufs[i], p->len);
+		waiting++;
 	}
-	batches++;
-	packets += (unsigned long long)n;
-	if ((unsigned long long)n > max_batch)
-		max_batch = (unsigned long long)n;
-	sendmmsg(fd, msgs, (unsigned int)n, 0);
 	for (int i = 0; i < n; i++)
 		reset_slot(i);
 }
 
-/* One batch: collect, process, answer. Global and noinline so that a uprobe can find it. */
+/* Deliver the first payload of every active flow to the application, answer them; n delivered. */
+static int deliver(int fd)
+{
+	int n = 0, still = 0;
+
+	for (int i = 0; i < nactive; i++) {
+		struct flow *f = &flows[active[i]];
+		struct payload *p = &f->buf[f->head];
+
+		spend(PKT_COST_NS);
+		if (p->len == 5 && !memcmp(p->data, "stats", 5))
+			p->len = (unsigned int)snprintf(p->data, PKT_LEN, "%llu %llu %llu", batches,
+							packets, max_batch);
+		reply_iovs[n] = (struct iovec){p->data, p->len};
+		replies[n].msg_hdr = (struct msghdr){.msg_name = &p->peer,
+						     .msg_namelen = sizeof(p->peer),
+						     .msg_iov = &reply_iovs[n],
+						     .msg_iovlen = 1};
+		n++;
+	}
+	packets += (unsigned long long)n;
+	if (n)
+		sendmmsg(fd, replies, (unsigned int)n, 0);
+	/* Only now, after sendmmsg read the payloads: advance the flows, free the emptied ones. */
+	for (int i = 0; i < nactive; i++) {
+		struct flow *f = &flows[active[i]];
+
+		f->head = (f->head + 1) % FLOW_BUF;
+		if (--f->count) {
+			active[still++] = active[i];
+		} else {
+			slot_of_port[f->port] = 0;
+			free_slots[nfree++] = active[i];
+		}
+	}
+	nactive = still;
+	waiting -= n;
+	return n;
+}
+
+/* A uprobe target: the load signals of one polling round. Never inlined nor dropped (noipa). */
+__attribute__((noipa)) void dp_round(int active_flows, int backlog)
+{
+	__asm__ volatile("" : : "r"(active_flows), "r"(backlog));
+}
+
+/*
+ * One polling round: take requests into the flow buffers, deliver one payload per flow, answer.
+ * Global and noinline so that a uprobe can find it. Returns what is left to do: payloads
+ * delivered plus those still waiting (0: the socket is drained and nothing waits).
+ */
 __attribute__((noinline)) int serve_batch(int fd)
 {
-	int n = rx_batch(fd);
+	int n = rx_batch(fd), delivered;
 
-	if (n > 0)
-		process(fd, n);
-	return n;
+	if (n > 0) {
+		batches++;
+		if ((unsigned long long)n > max_batch)
+			max_batch = (unsigned long long)n;
+		enqueue(n);
+	}
+	dp_round(nactive, waiting);
+	if (!nactive)
+		return 0;
+	spend(ROUND_COST_NS);
+	delivered = deliver(fd);
+	return delivered + waiting;
 }
 
 int main(int argc, char **argv)
@@ -135,6 +239,8 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < MAX_BATCH; i++)
 		reset_slot(i);
+	for (int i = 0; i < MAX_FLOWS; i++)
+		free_slots[nfree++] = MAX_FLOWS - 1 - i;
 	ep = epoll_create1(0);
 	ev.data.fd = fd;
 	epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);

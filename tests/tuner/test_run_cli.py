@@ -38,3 +38,32 @@ def test_run_trials_report(lab: Lab, tmp_path: Path) -> None:
         env=env,
     )
     assert res.returncode == 0 and (tmp_path / "again/objective.png").stat().st_size > 0
+
+
+def test_sweep_records_every_value_under_every_regime_then_restores(lab: Lab, tmp_path: Path) -> None:
+    """`xtune sweep` applies each value through xrtd under each load and records labelled cells
+    that the regime trainer reads; the sysctl is back at its original value afterwards."""
+    from xtune.regimes import read_landscape
+
+    original = lab.net.sysctl(lab.net.receiver, "net.ipv4.tcp_rmem").split()[2]
+    bulk = f"{lab.bulk} --server-netns {lab.net.path(lab.net.receiver)}"
+    bulk += f" --client-netns {lab.net.path(lab.net.sender)} --addr {lab.net.receiver_addr}"
+    out = tmp_path / "sweep.xtrec"
+    args = [XTUNE, "sweep", str(HERE / "slo_good/bufferbloat-bo.yaml"), "--knob", "rcv_buf_max"]
+    args += ["--values", "65536,4194304", "--regime", f"bulk={bulk}", "--regime", "idle=sleep 30"]
+    args += ["--seconds", "1.0", "--settle", "0.3", "--out", str(out), "--xrtd-socket", lab.svc.xrtd_socket]
+    for name, value in lab.variables().items():
+        args += ["--var", f"{name}={value}"]
+    res = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    land = read_landscape([out], "rcv_buf_max", "tcp.srtt.p99", "func.bulk_chunk.rate", settle=0)
+    assert set(land.cells) == {"bulk", "idle"}
+    assert all(
+        set(cells) == {65536, 4194304} and all(c.frames for c in cells.values())
+        for cells in land.cells.values()
+    )
+    assert land.cells["bulk"][65536].mean("func.bulk_chunk.rate") > 0
+    assert lab.net.sysctl(lab.net.receiver, "net.ipv4.tcp_rmem").split()[2] == original
+
+    bad = subprocess.run(args[:3] + ["--knob", "nope"] + args[5:], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "no knob 'nope'" in bad.stderr

@@ -13,6 +13,7 @@ from xtune.config import load_text
 from xtune.loop import Runner
 from xtune.metrics import Metrics
 from xtune.policies.tree import TreeModel, TreePolicy
+from xtune.policy_replay import replay_policy
 from xtune.recording import Decision, RecordingReader, RecordingWriter
 from xtune.signals import ShmFrameReader
 from xtune.store import Store
@@ -123,6 +124,9 @@ def test_tree_reproduces_recorded_decisions(lab: Lab, tmp_path: Path) -> None:
         reader.close()
     live = list(RecordingReader(tmp_path / "live.xtrec").decisions())
     assert any(d.policy == "tree" for d in live)
+    # Offline, the same frames through the same model give the same decisions, frame for frame.
+    replayed = replay_policy(tmp_path / "live.xtrec", TreeModel.load(model_path))
+    assert replayed.identical, replayed.differences
 
 
 def test_model_file_is_checked(tmp_path: Path) -> None:

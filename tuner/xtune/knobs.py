@@ -45,6 +45,7 @@ OFF_APPLIED = 456
 OFF_APPLIED_GEN = 464
 OFF_STATE = 472
 OFF_ERROR = 476
+OFF_APPLIED_NS = 480
 
 STATES = ("free", "registered", "applying", "applied", "refused", "failed", "rolled_back")
 BACKENDS = ("none", "sysctl", "sysfs", "bpf", "sie-user", "sie-kernel")
@@ -75,6 +76,7 @@ class SlotView:
     applied_gen: int
     state: str
     error: int
+    applied_ns: int  # CLOCK_MONOTONIC (time.monotonic_ns) when xrtd published applied/state
 
 
 class KnobTable:
@@ -156,6 +158,7 @@ class KnobTable:
                 self._u64[(off + OFF_APPLIED_GEN) // 8],
             )
             state, error = struct.unpack_from("<Ii", self._mm, off + OFF_STATE)
+            applied_ns = self._u64[(off + OFF_APPLIED_NS) // 8]
             if self._u64[(off + OFF_SEQ) // 8] == seq1:
                 break
         name = self._mm[off : off + NAME_LEN].split(b"\0", 1)[0].decode()
@@ -179,6 +182,7 @@ class KnobTable:
             applied_gen=applied_gen,
             state=STATES[state] if state < len(STATES) else str(state),
             error=error,
+            applied_ns=applied_ns,
         )
 
     def wait_applied(self, index: int, gen: int, timeout: float = 1.0, spin: float = 0.001) -> SlotView:

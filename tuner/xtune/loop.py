@@ -31,7 +31,7 @@ from xtune.metrics import Metrics
 from xtune.policies.base import Outcome, TrialPolicy
 from xtune.policies.tree import TreePolicy
 from xtune.recording import Decision, KnobChange, RecordingWriter
-from xtune.signals import FrameReader
+from xtune.signals import Frame, FrameReader
 from xtune.store import Store, StoredTrial
 from xtune.window import Window, WindowAggregator
 from xtune.workload import Workload
@@ -64,8 +64,47 @@ class FramePump(threading.Thread):
         self._halt = threading.Event()
         self._reset = threading.Event()
         self._last: dict[str, int] | None = None
+        self._next_tree: TreePolicy | None = None
+        self._chosen: dict[str, int] | None = None
         self._catalog_seen: object = None
         self._lost_seen = 0
+
+    def _decide(self, frame: Frame, paused: bool) -> None:
+        """The tree sees every frame, so its state (hysteresis, fallback) evolves the same whether or
+        not its choice may be applied; each change of its choice is recorded with its inputs and
+        whether it was applied, which is what `xtune replay --policy` reproduces."""
+        assert self.tree is not None and self.actuator is not None
+        if self._next_tree is not None:
+            self._next_tree.take_over(self.tree)
+            self.tree, self._next_tree = self._next_tree, None
+        tree = self.tree
+        decision = tree.decide(frame.values)
+        apply = not paused and decision != self._last
+        if apply:
+            self.actuator.write_desired(decision)
+            self._last = decision
+            self.decisions += 1
+        if (apply or decision != self._chosen) and self.recorder is not None:
+            inputs = dict(zip(tree.model.features, tree.inputs, strict=True))
+            extra = {
+                "seq": frame.seq,
+                "frame_end_ns": frame.window_end_ns,
+                "inputs": inputs,
+                "applied": apply,
+            }
+            self.recorder.append_decision(Decision("tree", dict(decision), tree.reason, extra=extra))
+        self._chosen = decision
+
+    def swap(self, policy: TreePolicy) -> None:
+        """Replace the running tree at the next frame, handing over its state; no frame is skipped.
+
+        The new model is loaded and compiled by the caller, off the frame path.
+        """
+        if self.tree is None:
+            raise ValueError("no tree policy is running")
+        if policy.model.knobs != self.tree.model.knobs:
+            raise ValueError(f"model decides {policy.model.knobs}, the running one {self.tree.model.knobs}")
+        self._next_tree = policy
 
     def reset(self, timeout: float = 5.0) -> None:
         """Start a fresh window at the next frame; drop the windows closed before it."""
@@ -105,14 +144,8 @@ class FramePump(threading.Thread):
                 self._reset.clear()
             if self.recorder is not None:
                 self.recorder.append_frame(frame.raw)
-            if self.tree is not None and self.actuator is not None and t0 >= self.tree_paused_until:
-                decision = self.tree.decide(frame.values)
-                if decision != self._last:
-                    self.actuator.write_desired(decision)
-                    self._last = decision
-                    self.decisions += 1
-                    if self.recorder is not None:
-                        self.recorder.append_decision(Decision("tree", dict(decision), "tree decision"))
+            if self.tree is not None and self.actuator is not None:
+                self._decide(frame, paused=t0 < self.tree_paused_until)
             window = self.agg.add(frame)
             if window is not None:
                 self.windows.put(window)
@@ -214,7 +247,7 @@ class Runner:
         if slo.policy.kind == "tree":
             from xtune.policies.tree import TreeModel
 
-            self.tree = TreePolicy(TreeModel.load(str(slo.policy.model)))
+            self.tree = TreePolicy(TreeModel.load(str(slo.policy.model)), slo.policy.hold)
         self.pump = FramePump(
             reader, slo.policy.window_ms * 1_000_000, metrics, self.recorder, self.tree, actuator
         )
@@ -469,12 +502,17 @@ class Runner:
         return result
 
     def _run_tree(self) -> Summary:
-        """Per-window decisions for `budget` windows, the guard watching every change."""
+        """Per-window decisions for `budget` windows of wall time, the guard watching every change.
+
+        The tree decides on the frame path; this loop only measures and guards, and may fall
+        behind at 1 ms windows, so the run lasts budget × window_ms of time, not of windows read.
+        """
         assert self.tree is not None
         rows: list[tuple[float, list[float | None]]] = []
         last = dict(self.actuator.current)
         self.guard.watch()
-        for _ in range(self.slo.policy.budget):
+        deadline = time.monotonic() + self.slo.policy.budget * self.slo.policy.window_ms / 1000
+        while time.monotonic() < deadline:
             window = self.next_window()
             obj, lhs = self._record_window("measure", window.values, None)
             if obj is not None:

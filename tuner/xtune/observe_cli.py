@@ -144,8 +144,18 @@ def replay(
     shm: Annotated[str | None, typer.Option("--shm", help="publish to /dev/shm/NAME")] = None,
     fast: Annotated[bool, typer.Option(help="as fast as possible instead of the original pace")] = False,
     wait: Annotated[float, typer.Option(help="seconds to wait for a ZeroMQ subscriber")] = 10.0,
+    policy: Annotated[
+        Path | None, typer.Option(help="instead: run the frames through this tree model, compare decisions")
+    ] = None,
+    hold: Annotated[int, typer.Option(help="with --policy: the hysteresis the recording ran with")] = 1,
 ) -> None:
-    """Republish a recording's frames (flagged as replayed) at the original pace or as fast as possible."""
+    """Republish a recording's frames (flagged as replayed) at the original pace or as fast as possible.
+
+    With --policy, publish nothing: feed the frames to the model offline and report whether its
+    decisions are identical to the recorded ones (exit 1 and the differences if not)."""
+    if policy is not None:
+        _replay_policy(path, policy, hold)
+        return
     if not zmq and not shm:
         raise _fail("give --zmq ENDPOINT and/or --shm NAME to publish to")
     try:
@@ -196,3 +206,20 @@ def replay(
         if ring:
             ring.close()
     console.print(f"replayed {count} frames from {path}")
+
+
+def _replay_policy(path: Path, model_path: Path, hold: int) -> None:
+    from xtune.policies.tree import TreeModel
+    from xtune.policy_replay import replay_policy
+
+    try:
+        result = replay_policy(path, TreeModel.load(model_path), hold)
+    except (RecordingError, FrameError, ValueError, OSError) as e:
+        raise _fail(str(e)) from e
+    if result.identical:
+        console.print(f"identical: {len(result.recorded)} decisions over {result.frames} frames of {path}")
+        return
+    console.print(f"{len(result.differences)} differences over {result.frames} frames of {path}:")
+    for line in result.differences[:50]:
+        console.print(f"  {line}")
+    raise typer.Exit(1)

@@ -117,16 +117,78 @@ def train(
         list[str] | None, typer.Option(help="Signal to use (repeatable; default all).")
     ] = None,
     max_depth: Annotated[int, typer.Option(help="Tree depth limit.")] = 8,
+    objective: Annotated[
+        str | None,
+        typer.Option(help="Sweep recordings: label each regime with the value minimizing this signal."),
+    ] = None,
+    throughput: Annotated[
+        str | None, typer.Option(help="Sweep recordings: the signal that must stay >= 95 % of the best.")
+    ] = None,
+    heldout: Annotated[
+        list[Path] | None, typer.Option(help="Sweep recordings kept out of training, for the card.")
+    ] = None,
 ) -> None:
-    """Train a decision-tree policy from recordings (signals -> recorded knob decisions)."""
-    from xtune.train import train_tree
+    """Train a decision-tree policy from recordings.
+
+    Without --objective, the labels are the recorded knob decisions. With --objective and
+    --throughput, the recordings are sweeps (every value applied in every load regime) and the
+    label of a regime is its measured best value; the card reports held-out accuracy and regret."""
+    from xtune.train import train_regimes, train_tree
 
     try:
-        model = train_tree(recordings, knob, out, feature or None, max_depth)
+        if objective or throughput:
+            if not (objective and throughput) or len(knob) != 1:
+                raise ValueError("sweep training needs --objective, --throughput and exactly one --knob")
+            model = train_regimes(
+                recordings, heldout or [], knob[0], objective, throughput, out, feature or None, max_depth
+            )
+        else:
+            model = train_tree(recordings, knob, out, feature or None, max_depth)
     except (ValueError, OSError) as e:
         typer.echo(f"xtune train: {e}", err=True)
         raise typer.Exit(2) from e
     typer.echo(f"{out}: {model.card}")
+
+
+@app.command()
+def sweep(
+    file: Annotated[Path, typer.Argument(help="SLO file: its knobs, xrtd socket and signal source.")],
+    knob: Annotated[str, typer.Option(help="The knob to sweep (one of the file's).")],
+    values: Annotated[str, typer.Option(help="Comma-separated values, each applied under every regime.")],
+    regime: Annotated[list[str], typer.Option(help="NAME=COMMAND: a load regime (repeatable).")],
+    out: Annotated[Path, typer.Option(help="Recording to write.")],
+    seconds: Annotated[float, typer.Option(help="Seconds recorded per value and regime.")] = 2.0,
+    settle: Annotated[float, typer.Option(help="Seconds dropped after each change.")] = 0.5,
+    rounds: Annotated[int, typer.Option(help="Times the whole sweep is repeated.")] = 1,
+    xrtd_socket: Annotated[str, typer.Option(help="xrtd control socket (default: the file's).")] = "",
+    var: Annotated[list[str] | None, typer.Option(help="NAME=VALUE for ${NAME} in the file.")] = None,
+) -> None:
+    """Record a knob's landscape for training: every value under every load regime."""
+    from xtune.actuator import Actuator
+    from xtune.config import ConfigError, load
+    from xtune.signals import ShmFrameReader, ZmqFrameReader
+    from xtune.sweep import parse_regimes, record_sweep
+
+    variables = dict(v.split("=", 1) for v in var or [] if "=" in v)
+    try:
+        slo = load(file, variables)
+        regimes = parse_regimes(regime)
+        grid = [int(v) for v in values.split(",") if v.strip()]
+        if knob not in {k.name for k in slo.knobs}:
+            raise ValueError(f"{file}: no knob {knob!r} (knobs: {', '.join(k.name for k in slo.knobs)})")
+    except (ConfigError, ValueError) as e:
+        typer.echo(f"xtune sweep: {e}", err=True)
+        raise typer.Exit(2) from e
+    actuator = Actuator(xrtd_socket or slo.xrtd_socket or paths.XRTD_SOCKET, slo.knobs)
+    reader = ZmqFrameReader(slo.signals.zmq) if slo.signals.zmq else ShmFrameReader(slo.signals.shm)
+    try:
+        n = record_sweep(
+            actuator, reader, knob, grid, regimes, out, seconds, settle, rounds, progress=typer.echo
+        )
+    finally:
+        reader.close()
+        actuator.close(restore=True)
+    typer.echo(f"{out}: {n} frames, {len(grid)} values x {len(regimes)} regimes x {rounds} rounds")
 
 
 @app.command()

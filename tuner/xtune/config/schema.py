@@ -106,7 +106,8 @@ class Knob(Strict):
 
 class Policy(Strict):
     kind: Literal["bo", "tree", "static", "replay", "random", "grid"] = "bo"
-    budget: int = Field(default=20, ge=1, le=1000)
+    # Trials, or for `tree` windows: a minute of 1 ms windows is 60000.
+    budget: int = Field(default=20, ge=1, le=1_000_000)
     init_trials: int = Field(default=4, ge=1)
     window_ms: int = Field(default=500, ge=1, le=60000)
     settle_ms: int = Field(default=1000, ge=0, le=600000)
@@ -115,6 +116,8 @@ class Policy(Strict):
     patience: int | None = Field(default=None, ge=1)
     seed: int | None = None
     model: str | None = None
+    # tree: windows in a row a new setting must win before it replaces the current one.
+    hold: int = Field(default=1, ge=1, le=1000)
     profile: dict[str, int | str] | None = None
     recording: str | None = None
     grid_points: int = Field(default=5, ge=2, le=100)

@@ -5,6 +5,11 @@ knobs) and saves its structure as JSON (`TreeModel.save`). For the millisecond l
 compiled to straight-line Python: nested `if x[i] <= t:` blocks returning a class index, with no
 loop, no array and no library call per decision (measured in experiments/bench_tuner.py).
 The generated source is built from numbers the loader checked, never from strings in the file.
+
+A model may carry a guard (`TreeModel.guard`): the range of every feature seen in training and a
+fallback setting. Signals outside that range are patterns the tree never saw, and it gives the
+fallback instead of extrapolating. `TreePolicy` adds hysteresis (a new setting must win `hold`
+windows in a row) and hands its state to a successor on a live model swap.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ class TreeModel:
     # Nodes: [feature, threshold, left, right, class]; leaves have feature -1.
     nodes: list[list[float]]
     card: dict[str, Any]
+    # {"ranges": [[lo, hi] per feature], "fallback": class index}; None: no guard.
+    guard: dict[str, Any] | None = None
 
     @classmethod
     def from_sklearn(
@@ -63,6 +70,8 @@ class TreeModel:
             "nodes": self.nodes,
             "card": self.card,
         }
+        if self.guard is not None:
+            doc["guard"] = self.guard
         Path(path).write_text(json.dumps(doc, indent=1) + "\n")
 
     @classmethod
@@ -73,7 +82,9 @@ class TreeModel:
             raise ValueError(f"{path}: cannot read the tree model: {e}") from e
         if doc.get("version") != MODEL_VERSION or doc.get("kind") != "decision-tree":
             raise ValueError(f"{path}: not a version-{MODEL_VERSION} decision-tree model")
-        model = cls(doc["features"], doc["knobs"], doc["classes"], doc["nodes"], doc.get("card", {}))
+        model = cls(
+            doc["features"], doc["knobs"], doc["classes"], doc["nodes"], doc.get("card", {}), doc.get("guard")
+        )
         model._check(str(path))
         return model
 
@@ -88,6 +99,17 @@ class TreeModel:
                 raise ValueError(f"{where}: node {i} is malformed: {self.nodes[i]}")
         if any(len(c) != len(self.knobs) for c in self.classes):
             raise ValueError(f"{where}: every class needs one value per knob {self.knobs}")
+        if self.guard is not None:
+            ranges, fallback = self.guard.get("ranges"), self.guard.get("fallback")
+            if not isinstance(ranges, list) or len(ranges) != nf:
+                raise ValueError(f"{where}: guard.ranges needs one [lo, hi] per feature ({nf})")
+            for f, r in zip(self.features, ranges, strict=True):
+                if not (isinstance(r, list) and len(r) == 2 and all(isinstance(x, (int, float)) for x in r)):
+                    raise ValueError(f"{where}: guard.ranges for {f} is not [lo, hi]: {r}")
+                if not (math.isfinite(r[0]) and math.isfinite(r[1]) and r[0] <= r[1]):
+                    raise ValueError(f"{where}: guard.ranges for {f} is not a finite lo <= hi: {r}")
+            if not (isinstance(fallback, int) and 0 <= fallback < nc):
+                raise ValueError(f"{where}: guard.fallback must be a class index below {nc}: {fallback}")
 
     def source(self) -> str:
         """Straight-line Python for `decide(x) -> class index`."""
@@ -113,18 +135,83 @@ class TreeModel:
         return namespace["decide"]
 
 
+@dataclass
+class PolicyState:
+    """What a policy carries from window to window; handed over on a live model swap."""
+
+    current: int | None = None  # class index in effect
+    candidate: int | None = None  # class index waiting out the hysteresis
+    streak: int = 0  # windows the candidate has won in a row
+    out_of_range: bool = False  # the last window was outside the training ranges
+    windows: int = 0
+
+
 class TreePolicy:
-    """Per-window decisions from a compiled tree; `decide` is the fast path."""
+    """Per-window decisions from a compiled tree; `decide` is the fast path.
+
+    `hold` windows in a row must choose a new setting before it replaces the current one (1: every
+    window's choice takes effect). Outside the training ranges the guard's fallback is chosen, and
+    takes effect at once: an unseen pattern is no reason to wait.
+    """
 
     name = "tree"
 
-    def __init__(self, model: TreeModel) -> None:
+    def __init__(self, model: TreeModel, hold: int = 1, state: PolicyState | None = None) -> None:
+        if hold < 1:
+            raise ValueError(f"hold must be at least 1 window, not {hold}")
         self.model = model
+        self.hold = hold
         self._decide = model.compile()
         self._features = model.features
         self._values = [dict(zip(model.knobs, c, strict=True)) for c in model.classes]
+        guard = model.guard
+        self._ranges = [(float(lo), float(hi)) for lo, hi in guard["ranges"]] if guard else None
+        self._fallback = int(guard["fallback"]) if guard else -1
+        self.state = state if state is not None else PolicyState()
+        self.inputs: list[float] = []  # the feature vector of the last decision
+        self.reason = ""
+
+    def take_over(self, previous: TreePolicy) -> None:
+        """Continue from `previous`'s state (a live model swap; cheap, runs on the frame path)."""
+        if previous.model.knobs != self.model.knobs:
+            raise ValueError(f"model decides {self.model.knobs}, the running one {previous.model.knobs}")
+        state = PolicyState(**vars(previous.state))
+        if state.current is not None:
+            # The setting in effect carries over by value: class indices differ between models.
+            setting = previous.model.classes[state.current]
+            state.current = self.model.classes.index(setting) if setting in self.model.classes else None
+        state.candidate, state.streak = None, 0
+        self.state = state
+        self.hold = previous.hold
+
+    def choose(self, x: Sequence[float]) -> int:
+        """The class for one feature vector: the tree's, or the fallback outside the ranges."""
+        ranges = self._ranges
+        if ranges is not None:
+            for v, (lo, hi) in zip(x, ranges, strict=True):
+                if not lo <= v <= hi:
+                    self.state.out_of_range = True
+                    return self._fallback
+            self.state.out_of_range = False
+        return self._decide(x)
 
     def decide(self, values: Mapping[str, float]) -> dict[str, int]:
         """Knob values for the signals of one window (absent signals read as 0)."""
         get = values.get
-        return self._values[self._decide([get(f, 0.0) for f in self._features])]
+        x = [get(f, 0.0) for f in self._features]
+        self.inputs = x
+        chosen = self.choose(x)
+        st = self.state
+        st.windows += 1
+        if st.current is None or chosen == st.current or self.hold == 1 or st.out_of_range:
+            self.reason = "out of training range: fallback" if st.out_of_range else "tree"
+            st.current, st.candidate, st.streak = chosen, None, 0
+        elif chosen == st.candidate:
+            st.streak += 1
+            if st.streak >= self.hold:
+                st.current, st.candidate, st.streak = chosen, None, 0
+                self.reason = f"tree, held {self.hold} windows"
+        else:
+            st.candidate, st.streak = chosen, 1
+            self.reason = "hysteresis: holding"
+        return self._values[st.current]

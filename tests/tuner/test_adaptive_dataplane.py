@@ -1,0 +1,113 @@
+"""The adaptive loop end to end: a tree decides RX_BATCH_SIZE from BPF signals at 1 ms windows and
+retunes the live, unmodified dataplane server through xrtd's sie-user backend, on a two-phase load.
+
+The tree is written here (few flows → a small batch, many flows → a large one) because this test
+is about the live path; training from measured landscapes is tested in test_adaptive_policy.py.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from xtune import paths
+from xtune.actuator import Actuator
+from xtune.analysis import attach as eng
+from xtune.analysis.builder import analyze
+from xtune.analysis.spec import load_spec
+from xtune.config import load_text
+from xtune.demo_sie import CONST, SPEC, Server
+from xtune.loop import Runner
+from xtune.metrics import Metrics
+from xtune.policies.tree import TreeModel
+from xtune.policy_replay import replay_policy
+from xtune.recording import RecordingReader
+from xtune.services import Services
+from xtune.signals import ShmFrameReader
+from xtune.store import Store
+from xtune.workload import Workload
+
+FLOWS = "func.dp_round.active_flows.max"
+SMALL, LARGE = 8, 64
+
+SLO = """
+name: adaptive-dataplane
+objective: {minimize: p99(func.serve_batch.latency)}
+knobs:
+  - {name: rx_batch_size, backend: sie-user, target: "${PID}:${PLAN}", range: [8, 256]}
+policy: {kind: tree, model: "${MODEL}", budget: 9000, window_ms: 1, settle_ms: 200, hold: 5,
+         baseline_windows: 20}
+guard: {watch_windows: 50, tolerance: 1000, on_exit: restore}
+record: {path: "${REC}"}
+workload:
+  command: ["${LOADGEN}", "${PORT}", "4:3000:2", "4:20000:48", "60:3000:2"]
+  ready_ms: 100
+"""
+
+
+def flow_tree(path: Path) -> TreeModel:
+    """active flows <= 5 → SMALL, else LARGE; outside [0, 1000] flows → the fallback (SMALL).
+
+    A round holds at most RX_BATCH_SIZE requests, so with SMALL the heavy phase shows up to SMALL
+    active flows per round, the light phase (2 flows) at most 2."""
+    nodes = [[0, 5.0, 1, 2, 0], [-1, 0.0, -1, -1, 0], [-1, 0.0, -1, -1, 1]]
+    model = TreeModel([FLOWS], ["rx_batch_size"], [[SMALL], [LARGE]], nodes, {}, None)
+    model.guard = {"ranges": [[0.0, 1000.0]], "fallback": 0}
+    model.save(path)
+    return model
+
+
+def test_tree_retunes_live_server_at_phase_change(tmp_path: Path) -> None:
+    table = analyze(load_spec(SPEC))
+    assert table.const(CONST).tunable, table.const(CONST).refusals
+    binary = Path(table.binary.path)
+    model = flow_tree(tmp_path / "tree.json")
+    rec = tmp_path / "live.xtrec"
+    server = Server(binary)
+    try:
+        with tempfile.TemporaryDirectory(prefix="xtune-adaptive-") as tmp:
+            plan = Path(tmp) / "rx.plan"
+            plan.write_text(eng.plan_text(table, {CONST: 0}, "/dev/shm/xtune.knobs"))
+            gauge = f"{binary}:dp_round:arg0/32=active_flows"
+            with Services(["func"], funcs=[f"{binary}:serve_batch", gauge], window_ms=1) as svc:
+                variables = {
+                    "PID": str(server.proc.pid),
+                    "PLAN": str(plan),
+                    "MODEL": str(tmp_path / "tree.json"),
+                    "REC": str(rec),
+                    "LOADGEN": str(paths.binary("dataplane-loadgen")),
+                    "PORT": str(server.port),
+                }
+                slo = load_text(SLO, "adaptive.yaml", variables)
+                metrics = Metrics(slo.name)
+                actuator = Actuator(svc.xrtd_socket, slo.knobs)
+                reader = ShmFrameReader(svc.signals_shm)
+                assert slo.workload is not None
+                runner = Runner(
+                    slo,
+                    actuator,
+                    reader,
+                    Store(f"sqlite:///{tmp_path / 't.db'}"),
+                    metrics,
+                    Workload(slo.workload),
+                )
+                try:
+                    runner.run()
+                finally:
+                    runner.close()
+                    reader.close()
+                    metrics.close()
+        assert eng.spans_hold_original(server.proc.pid, table), "text not restored after the run"
+        assert server.proc.poll() is None, "the server died"
+    finally:
+        server.close()
+
+    decisions = [d for d in RecordingReader(rec).decisions() if d.policy == "tree"]
+    applied = [int(d.values["rx_batch_size"]) for d in decisions if d.extra.get("applied")]
+    assert SMALL in applied and LARGE in applied, f"the tree never followed the load: {applied}"
+    first_large = applied.index(LARGE)
+    assert SMALL in applied[:first_large], "the light phase should run with the small batch first"
+    assert SMALL in applied[first_large:], "back to the small batch when the load is light again"
+    assert all("inputs" in d.extra and FLOWS in d.extra["inputs"] for d in decisions)
+    replayed = replay_policy(rec, model, hold=5)
+    assert replayed.identical, replayed.differences
