@@ -69,6 +69,11 @@ demo: build
 bench: build
 	@for f in experiments/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
 
+# README figures equal their JSON and no JSON is older than the sources it measured.
+.PHONY: check-figures
+check-figures:
+	$(PY) scripts/check-figures
+
 C_SOURCES = $(shell git ls-files '*.c' '*.h' | grep -v '/vmlinux.h$$')
 
 lint: setup

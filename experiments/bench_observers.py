@@ -10,6 +10,11 @@
    once as is, once with xobserve --rt-priority and a SCHED_FIFO consumer.
 3. Loss: frames missing at either consumer (sequence gaps) or dropped by the producer during
    --loss-seconds (60 s by default) at a 1 ms window, with both consumers attached.
+4. Quantile accuracy: the func family's latency p50/p99 of a function that sleeps known
+   durations (2 to 9.92 ms, 100 calls in one window), against the exact quantiles of the same
+   calls timed by the caller (whose clock also covers the two probes: the observed values may sit
+   a few microseconds lower). For comparison, what the former log2 histograms with linear
+   interpolation inside a bucket give for the caller's own durations.
 
 Writes experiments/results/observers.json. Needs root and `make build`.
 """
@@ -19,19 +24,20 @@ from __future__ import annotations
 import argparse
 import ctypes
 import gc
-import json
+import math
 import os
-import platform
 import resource
 import signal
 import socket
 import statistics
 import subprocess
+import tempfile
 import threading
 import time
 from pathlib import Path
 
 import zmq
+from resultfile import write_result
 from xtune import paths
 from xtune.signals import FrameReader, ShmFrameReader, ZmqFrameReader
 
@@ -270,33 +276,114 @@ def loss(seconds: float) -> dict:
     }
 
 
+def exact_quantile(values: list[int], q: float) -> int:
+    """The value of rank ceil(q * n), the quantile the histograms estimate."""
+    ordered = sorted(values)
+    return ordered[max(math.ceil(q * len(ordered)), 1) - 1]
+
+
+def log2_linear_quantile(values: list[int], q: float) -> float:
+    """The former estimate: log2 buckets [2^b, 2^(b+1)), linear interpolation inside the bucket."""
+    counts: dict[int, int] = {}
+    for v in values:
+        b = v.bit_length() - 1 if v > 1 else 0
+        counts[b] = counts.get(b, 0) + 1
+    rank, seen = q * len(values), 0
+    for b in sorted(counts):
+        if seen + counts[b] >= rank:
+            lo = 2.0**b if b else 0.0
+            return lo + (2.0 ** (b + 1) - lo) * (rank - seen) / counts[b]
+        seen += counts[b]
+    raise AssertionError("rank beyond the histogram")
+
+
+def quantile_accuracy(reps: int) -> dict:
+    calls = 100
+    with tempfile.TemporaryDirectory(prefix="xt-bench-obs-") as tmp:
+        target = Path(tmp) / "xt_sleep_target"
+        source = paths.ROOT / "tests" / "observers" / "uprobe_target.c"
+        subprocess.run(
+            ["cc", "-O2", "-g", "-pthread", "-D_GNU_SOURCE", "-o", str(target), str(source)], check=True
+        )
+        runs = []
+        for _ in range(reps):
+            obs = Xobserve("--families", "func", "--func", f"{target}:xt_sleep", "--window-ms", "3000")
+            try:
+                with ShmFrameReader(obs.shm) as reader:
+                    reader.poll(10)
+                    out = subprocess.run(
+                        [str(target), "sleeps", str(calls)], capture_output=True, text=True, check=True
+                    )
+                    frame = None
+                    while frame is None or not frame.values["func.xt_sleep.calls"]:
+                        frame = reader.poll(10)
+                        if frame is None:
+                            raise RuntimeError("no frame within 10 s")
+            finally:
+                obs.stop()
+            if frame.values["func.xt_sleep.calls"] != calls:
+                continue  # the calls straddled two windows: no single histogram to compare
+            durations = [int(x) for x in out.stdout.split()[:-2]]
+            run = {}
+            for q, name in ((0.5, "p50"), (0.99, "p99")):
+                exact = exact_quantile(durations, q)
+                got = frame.values[f"func.xt_sleep.latency.{name}"] * 1e3
+                run[name] = {
+                    "caller_us": exact / 1e3,
+                    "observed_us": got / 1e3,
+                    "rel_error": (got - exact) / exact,
+                    "log2_linear_rel_error": (log2_linear_quantile(durations, q) - exact) / exact,
+                }
+            runs.append(run)
+    if not runs:
+        raise RuntimeError("every repetition straddled two windows")
+    return {
+        "calls_per_run": calls,
+        "runs_kept": len(runs),
+        "runs_tried": reps,
+        "sleep_ms": {"shortest": 2.0, "longest": 9.92},  # uprobe_target.c "sleeps"
+        "bound_rel_error": 1 / 32,
+        "runs": runs,
+        "max_abs_rel_error": max(abs(r[n]["rel_error"]) for r in runs for n in ("p50", "p99")),
+        "log2_linear_max_abs_rel_error": max(
+            abs(r[n]["log2_linear_rel_error"]) for r in runs for n in ("p50", "p99")
+        ),
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=7, help="interleaved overhead rounds")
     ap.add_argument("--latency-seconds", type=float, default=1.5, help="per transport, window and rep")
     ap.add_argument("--latency-reps", type=int, default=3)
     ap.add_argument("--loss-seconds", type=float, default=60.0)
-    ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--quantile-reps", type=int, default=5)
     args = ap.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("bench_observers: run as root (xobserve loads BPF programs)")
     started = time.time()
     result = {
         "component": "observers",
-        "host": {
-            "kernel": platform.release(),
-            "cpus": os.cpu_count(),
-            "pmu": "unavailable (software events)",
-        },
         "overhead": overhead(args.rounds),
         "delivery_latency": delivery(args.latency_seconds, args.latency_reps, realtime=False),
         "delivery_latency_realtime": delivery(args.latency_seconds, args.latency_reps, realtime=True),
         "loss_1khz": loss(args.loss_seconds),
-        "targets": {"overhead_ratio": 1.03, "shm_p99_us": 200, "zmq_p99_us": 1000, "frames_lost": 0},
+        "quantile_accuracy": quantile_accuracy(args.quantile_reps),
+        "targets": {
+            "overhead_ratio": 1.03,
+            "shm_p99_us": 200,
+            "zmq_p99_us": 1000,
+            "frames_lost": 0,
+            "quantile_rel_error": 0.05,
+        },
     }
     result["runtime_s"] = time.time() - started
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    # The code measured: observers/ without its README, whose figures this result fills in.
+    code = sorted(
+        f"observers/{p.name}" for p in (paths.ROOT / "observers").iterdir() if p.name != "README.md"
+    )
+    sources = [*code, "experiments/bench_observers.py", "tests/observers/uprobe_target.c"]
+    write_result("observers", result, sources)
     ov, ls = result["overhead"], result["loss_1khz"]
     for load in LOADS:
         o = ov[load]
@@ -311,7 +398,10 @@ def main() -> None:
                 print(f"{mode} {k}: p50 {v['p50_us']:.1f} us, p99 {v['p99_us']:.1f} us (reps {reps})")
         control = dl["control_sleep_1ms_lateness"]["p99_us"]
         print(f"{mode} control: a 1 ms sleep wakes {control:.1f} us late at p99")
-    print(f"lost {ls['frames_lost']} frames in {ls['seconds']} s at 1 kHz; wrote {args.out}")
+    qa = result["quantile_accuracy"]
+    print(f"func latency p50/p99 within {qa['max_abs_rel_error']:.2%} of exact over {len(qa['runs'])} runs "
+          f"(log2 + linear: {qa['log2_linear_max_abs_rel_error']:.2%})")  # fmt: skip
+    print(f"lost {ls['frames_lost']} frames in {ls['seconds']} s at 1 kHz; wrote {RESULTS}")
 
 
 if __name__ == "__main__":

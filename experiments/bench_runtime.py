@@ -1,6 +1,8 @@
 """Benchmark of the knob plane (xrtd): desired → applied latency through the shared table for the
-sysctl and bpf backends, control-socket operations per second, and xcubic's throughput against
-the kernel's cubic on the same veth flows. Writes experiments/results/runtime.json.
+sysctl and bpf backends (in bursts, after the 100 ms hot window, and for the first change after
+a quiet second, with the watcher's short slice and with the kernel's default slice),
+control-socket operations per second, and xcubic's throughput against the kernel's cubic on the
+same veth flows. Writes experiments/results/runtime.json.
 
 Run as root after `make build`: .venv/bin/python experiments/bench_runtime.py
 """
@@ -9,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-import platform
+import random
 import statistics
 import subprocess
 import sys
@@ -17,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from resultfile import write_result
 from xtune import paths
 from xtune.knobs import KnobClient, KnobTable
 
@@ -24,7 +27,8 @@ from xtune.knobs import KnobClient, KnobTable
 sys.path.insert(0, str(paths.ROOT / "tests" / "runtime"))
 from netpair import VethPair, unique_tag  # noqa: E402
 
-OUT = paths.ROOT / "experiments" / "results" / "runtime.json"
+QUIET_SAMPLES = 20  # first changes after a quiet spell, per (watcher slice, backend)
+QUIET_GAP_S = (1.0, 1.2)  # nothing written by this bench for this long before each one
 
 
 def pct(samples: list[float], q: float) -> float:
@@ -32,13 +36,18 @@ def pct(samples: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(q * len(s)))]
 
 
-def summary(samples_ns: list[int]) -> dict[str, float]:
-    us = [s / 1000 for s in samples_ns]
+def summary(samples: list[tuple[int, int]]) -> dict[str, float]:
+    """p50/p99 of desired → applied as xrtd published it (its clock when it stored `applied`),
+    and as the writer saw it (when its spin loop noticed, after its own scheduling delays)."""
+    published = [p / 1000 for p, _ in samples]
+    seen = [w / 1000 for _, w in samples]
     return {
-        "n": len(us),
-        "p50_us": round(pct(us, 0.5), 1),
-        "p99_us": round(pct(us, 0.99), 1),
-        "max_us": round(max(us), 1),
+        "n": len(samples),
+        "p50_us": round(pct(published, 0.5), 1),
+        "p99_us": round(pct(published, 0.99), 1),
+        "max_us": round(max(published), 1),
+        "writer_p50_us": round(pct(seen, 0.5), 1),
+        "writer_p99_us": round(pct(seen, 0.99), 1),
     }
 
 
@@ -71,16 +80,17 @@ class Daemon:
 
 def table_latency(
     table: KnobTable, slot: int, values: tuple[int, int], n: int, ring: bool, gap: float
-) -> list[int]:
-    """Write desired, spin until xrtd publishes applied for that generation; n samples."""
+) -> list[tuple[int, int]]:
+    """Write desired, spin until xrtd publishes applied for that generation; n samples of
+    (ns until xrtd published it, ns until this writer saw it), both on CLOCK_MONOTONIC."""
     out = []
     for i in range(n):
         if gap:
             time.sleep(gap)
-        t0 = time.perf_counter_ns()
+        t0 = time.monotonic_ns()
         gen = table.write_desired(slot, values[i % 2], ring=ring)
         view = table.wait_applied(slot, gen, timeout=5)
-        out.append(time.perf_counter_ns() - t0)
+        out.append((view.applied_ns - t0, time.monotonic_ns() - t0))
         assert view.state == "applied", view
     return out
 
@@ -89,13 +99,62 @@ def latency_suite(client: KnobClient, name: str, values: tuple[int, int], idle_n
     table = client.table()
     slot = table.index(name)
     res = {
-        "burst_doorbell": summary(table_latency(table, slot, values, 2000, ring=True, gap=0)),
-        "burst_no_syscall": summary(table_latency(table, slot, values, 2000, ring=False, gap=0)),
+        "burst_doorbell": summary(table_latency(table, slot, values, 1000, ring=True, gap=0)),
+        "burst_no_syscall": summary(table_latency(table, slot, values, 1000, ring=False, gap=0)),
         # After 150 ms without writes the watcher is back at its idle poll period (1 ms).
         "idle_no_syscall": summary(table_latency(table, slot, values, idle_n, ring=False, gap=0.15)),
         "idle_doorbell": summary(table_latency(table, slot, values, idle_n, ring=True, gap=0.15)),
     }
     table.close()
+    return res
+
+
+def quiet_spell(pin: str, ns_prefix: str) -> dict:
+    """The first change after a quiet second, doorbell rung, the writer spinning on its CPU until
+    applied (as a polling application would): xrtd with its watcher's short slice (the default)
+    and with the kernel's default slice (`--slice-us 0`), both running, samples interleaved."""
+    fields = {"short_slice": "hystart_low_window", "default_slice": "hystart_ack_delta_us"}
+    streams, samples, daemons, tables = [], {}, [], []
+    try:
+        for label, args in (("short_slice", ()), ("default_slice", ("--slice-us", "0"))):
+            disk = tempfile.TemporaryDirectory(prefix="xt3-bench-", dir="/var/tmp")
+            daemon = Daemon(Path(disk.name), f"quiet-{label}", *args)
+            daemons.append((disk, daemon))
+            c = daemon.__enter__()
+            ns = f"{ns_prefix}-{label}"
+            subprocess.run(["ip", "netns", "add", ns], check=True)
+            c.register(
+                "somaxconn", "sysctl", "net.core.somaxconn", min=128, max=65535, netns=f"/run/netns/{ns}"
+            )
+            c.register("bpf_field", "bpf", f"{pin}/params:{fields[label]}", min=2, max=1 << 20)
+            table = c.table()
+            tables.append(table)
+            for backend, name, values in (
+                ("sysctl", "somaxconn", (1000, 1001)),
+                ("bpf", "bpf_field", (17, 18)),
+            ):
+                streams.append((label, backend, table, table.index(name), values))
+                samples[(label, backend)] = []
+        for i in range(QUIET_SAMPLES):
+            random.shuffle(streams)
+            for label, backend, table, slot, values in streams:
+                time.sleep(random.uniform(*QUIET_GAP_S))
+                samples[(label, backend)] += table_latency(
+                    table, slot, (values[i % 2],) * 2, 1, ring=True, gap=0
+                )
+    finally:
+        for table in tables:
+            table.close()
+        for disk, daemon in daemons:
+            daemon.__exit__()
+            disk.cleanup()
+        for label in ("short_slice", "default_slice"):
+            subprocess.run(
+                ["ip", "netns", "del", f"{ns_prefix}-{label}"], check=False, stderr=subprocess.DEVNULL
+            )
+    res: dict = {"gap_s": list(QUIET_GAP_S)}
+    for (label, backend), v in sorted(samples.items()):
+        res.setdefault(label, {})[backend] = summary(v)
     return res
 
 
@@ -170,7 +229,7 @@ def main() -> None:
     subprocess.run(["ip", "netns", "add", ns], check=True)
     result: dict = {
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "host": {"kernel": platform.release(), "cpus": os.cpu_count(), "loadavg_at_start": os.getloadavg()},
+        "loadavg_at_start": os.getloadavg(),
         "command": "sudo .venv/bin/python experiments/bench_runtime.py",
     }
     try:
@@ -209,13 +268,15 @@ def main() -> None:
                 Daemon(Path(disk), "hystart") as c,
             ):
                 result["hystart_delay_clamp"] = hystart_sweep(c, pair, pin)
+        result["quiet_spell_doorbell"] = quiet_spell(pin, ns)
         with VethPair(unique_tag("xt3c"), rate=None) as pair:
             result["xcubic_vs_cubic"]["veth_unlimited"] = throughput(pair, 1_000_000_000, 8)
     finally:
         subprocess.run(["ip", "netns", "del", ns], check=False)
         subprocess.run([str(paths.binary("xcubic")), "unload", "--pin", pin], check=False)
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(result, indent=2) + "\n")
+    write_result(
+        "runtime", result, ["runtime/xrtd", "runtime/bpf", "runtime/include", "experiments/bench_runtime.py"]
+    )
     print(json.dumps(result, indent=2))
 
 

@@ -15,13 +15,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from resultfile import write_result
 from xtune import paths
 from xtune.analysis import kernel, kernel_build
 
 KMOD = paths.ROOT / "kmod"
 CONSTS = ["BLK_MAX_REQUEST_COUNT", "MAX_SOFTIRQ_RESTART", "SHRINK_BATCH"]
 VALUES = {"BLK_MAX_REQUEST_COUNT": [32, 8, 48]}
-OUT = paths.ROOT / "experiments" / "results" / "sie_kernel.json"
 
 
 def analysis_times() -> tuple[kernel.KernelAnalysis, dict[str, float]]:
@@ -101,8 +101,7 @@ def main() -> None:
         "differences of a few percent are noise (a negative extra_ns_per_hit means no measurable cost)",
         "command": "make build && .venv/bin/python experiments/bench_sie_kernel.py",
     }
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(report, indent=1) + "\n")
+    write_result("sie_kernel", report, ["kmod", "tuner/xtune/analysis", "experiments/bench_sie_kernel.py"])
     print(json.dumps(report, indent=1))
 
 

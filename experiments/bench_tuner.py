@@ -21,13 +21,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import platform
 import random
 import statistics
 import time
 from pathlib import Path
 from typing import Any
 
+from resultfile import write_result
 from xtune import paths
 from xtune.actuator import Actuator
 from xtune.bottleneck import Bottleneck
@@ -41,8 +41,6 @@ from xtune.services import Services
 from xtune.signals import ShmFrameReader
 from xtune.store import Store
 from xtune.workload import Workload
-
-OUT = paths.ROOT / "experiments" / "results" / "tuner.json"
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -225,7 +223,6 @@ def main() -> None:
     args.tmp.mkdir(parents=True, exist_ok=True)
     (args.tmp / "bench-tuner.db").unlink(missing_ok=True)
     result: dict[str, Any] = {
-        "host": {"kernel": platform.release(), "cpus": __import__("os").cpu_count()},
         "command": "python experiments/bench_tuner.py "
         + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k != "tmp"),
     }
@@ -237,9 +234,9 @@ def main() -> None:
     print(json.dumps(result["frame_path_1khz"]), flush=True)
     print("sample efficiency: grid, bo, random on the bottleneck workload ...", flush=True)
     result["sample_efficiency"] = bench_efficiency(args.budget, args.grid_points, args.tmp)
-    OUT.write_text(json.dumps(result, indent=1) + "\n")
+    out = write_result("tuner", result, ["tuner/xtune", "experiments/bench_tuner.py"])
     print(json.dumps(result["sample_efficiency"], indent=1))
-    print(f"wrote {OUT}")
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,136 @@
+"""The dataplane's RX_BATCH_SIZE landscape (the ML-native dataplane paper's Figure 1 analog): the
+server (experiments/dataplane/server.c, per-flow RX buffers, one payload per flow per polling
+round) rebuilt with each value of a grid, loaded with every (flows, rate) regime; the load
+generator's p99 latency and throughput per value and regime, the best value per regime (lowest
+p99 among values that keep ≥ 95 % of the regime's best throughput), and whether one static value
+is best everywhere. Writes experiments/results/dataplane_landscape.json.
+
+Run as root after `make build`: .venv/bin/python experiments/bench_dataplane_landscape.py
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import statistics
+import subprocess
+import time
+from pathlib import Path
+
+from resultfile import write_result
+from xtune import paths
+from xtune.analysis.build import build_one
+from xtune.analysis.spec import load_spec
+
+SPEC = Path(__file__).parent / "dataplane" / "rx_batch.toml"
+GRID = [4, 8, 16, 32, 64, 128, 256]
+FLOWS = [4, 32, 128]
+RATES = [4000, 20000, 40000]  # requests per second
+PHASE_S = 1.0
+GAP = "0.2:500:1"  # a quiet phase between regimes: the previous one's backlog drains
+REPS = 3  # the grid runs up, down, up: drift over the run does not favour a value; medians
+THROUGHPUT_SHARE = 0.95
+SOURCES = [
+    "experiments/dataplane/server.c",
+    "experiments/dataplane/loadgen.c",
+    "experiments/bench_dataplane_landscape.py",
+]
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def regimes() -> list[tuple[int, int]]:
+    return [(f, r) for f in FLOWS for r in RATES]
+
+
+def run(binary: Path) -> list[dict]:
+    """One load generator run through every regime against a fresh server; one dict per regime."""
+    port = free_port()
+    server = subprocess.Popen([str(binary), str(port)], stdout=subprocess.PIPE, text=True)
+    try:
+        if not server.stdout or server.stdout.readline().strip() != "ready":
+            raise RuntimeError(f"{binary} did not start")
+        phases = []
+        for flows, rate in regimes():
+            phases += [GAP, f"{PHASE_S}:{rate}:{flows}"]
+        out = subprocess.run(
+            [str(paths.binary("dataplane-loadgen")), str(port), *phases],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        ).stdout
+    finally:
+        server.kill()
+        server.wait()
+    lines = [json.loads(x) for x in out.splitlines() if x.startswith("{")]
+    return [p for i, p in enumerate(lines) if i % 2 == 1]  # the regimes, not the gaps
+
+
+def best_value(per_value: dict[int, dict]) -> int:
+    """Lowest p99 among the values whose throughput is ≥ 95 % of the regime's best throughput."""
+    top = max(v["throughput_rps"] for v in per_value.values())
+    ok = {b: v for b, v in per_value.items() if v["throughput_rps"] >= THROUGHPUT_SHARE * top}
+    return min(ok, key=lambda b: ok[b]["p99_us"])
+
+
+def main() -> None:
+    spec = load_spec(SPEC)
+    binaries = {b: build_one(spec, b) for b in GRID}
+    samples: dict[tuple[int, int, int], list[dict]] = {}
+    t0 = time.monotonic()
+    for rep in range(REPS):
+        for b in GRID if rep % 2 == 0 else reversed(GRID):
+            for (flows, rate), phase in zip(regimes(), run(binaries[b]), strict=True):
+                samples.setdefault((flows, rate, b), []).append(phase)
+    landscape: dict[str, dict] = {}
+    for flows, rate in regimes():
+        per_value = {}
+        for b in GRID:
+            runs = samples[(flows, rate, b)]
+            per_value[b] = {
+                "p99_us": round(statistics.median(r["p99_us"] for r in runs), 1),
+                "p50_us": round(statistics.median(r["p50_us"] for r in runs), 1),
+                "throughput_rps": round(statistics.median(r["answered"] / r["seconds"] for r in runs)),
+                "answered_share": round(
+                    statistics.median(r["answered"] / max(1, r["sent"]) for r in runs), 3
+                ),
+            }
+        best = best_value(per_value)
+        landscape[f"{flows}_flows_{rate}_rps"] = {
+            "flows": flows,
+            "rate_rps": rate,
+            "values": {str(b): v for b, v in per_value.items()},
+            "best_value": best,
+            "best_p99_us": per_value[best]["p99_us"],
+        }
+    bests = sorted({r["best_value"] for r in landscape.values()})
+    # Each static value's worst ratio of its p99 to the regime's best p99 (over all regimes).
+    worst_ratio = {
+        str(b): round(max(r["values"][str(b)]["p99_us"] / r["best_p99_us"] for r in landscape.values()), 2)
+        for b in GRID
+    }
+    result = {
+        "grid": GRID,
+        "flows": FLOWS,
+        "rates_rps": RATES,
+        "phase_seconds": PHASE_S,
+        "repetitions": REPS,
+        "throughput_share": THROUGHPUT_SHARE,
+        "landscape": landscape,
+        "best_values": bests,
+        "one_static_value_best_everywhere": len(bests) == 1,
+        "static_worst_p99_ratio_to_best": worst_ratio,
+        "seconds": round(time.monotonic() - t0, 1),
+        "command": "sudo .venv/bin/python experiments/bench_dataplane_landscape.py",
+    }
+    print(json.dumps(result, indent=1))
+    print("wrote", write_result("dataplane_landscape", result, SOURCES))
+
+
+if __name__ == "__main__":
+    main()

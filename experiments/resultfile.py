@@ -1,0 +1,137 @@
+"""Benchmark results as JSON with their provenance.
+
+`write_result` stores a benchmark's measured data in experiments/results/<name>.json together
+with where it came from: the git tree hash of the sources it measured (so a later change to those
+sources shows the figures as stale), whether those sources had uncommitted changes, and the host
+facts detected at run time (never written in by hand). `scripts/check-figures` reads them back.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import os
+import platform
+import struct
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "experiments" / "results"
+
+# perf_event_open(2) syscall numbers; other architectures fall back to sysfs.
+PERF_EVENT_OPEN = {"x86_64": 298, "aarch64": 241}
+PERF_TYPE_HARDWARE = 0
+CYCLES = 0  # PERF_COUNT_HW_CPU_CYCLES
+PERF_ATTR_SIZE = 128
+# perf_event_attr flag bits: disabled, exclude_kernel, exclude_hv (counting user cycles needs no privilege).
+PERF_FLAGS = (1 << 0) | (1 << 5) | (1 << 6)
+
+
+def _git(*args: str) -> str:
+    out = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"git {' '.join(args)} failed: {out.stderr.strip()}")
+    return out.stdout.strip()
+
+
+def source_tree(sources: list[str]) -> str:
+    """One hash for the committed state of `sources` (paths relative to the checkout): the sha1 of
+    the git object ids of every file under them at HEAD except Markdown, so it changes when any
+    measured file changes and not when a README quoting the figures is regenerated."""
+    if not sources:
+        raise ValueError("sources is empty: name the paths the benchmark measures")
+    for src in sorted(set(sources)):
+        if not (ROOT / src).exists():
+            raise FileNotFoundError(f"source path {src!r} does not exist under {ROOT}")
+        if not _git("ls-tree", "HEAD", "--", src):
+            raise RuntimeError(f"source path {src!r} is not committed")
+    listing = _git("ls-tree", "-r", "HEAD", "--", *sorted(set(sources))).splitlines()
+    return hashlib.sha1("\n".join(x for x in listing if _measured(x)).encode()).hexdigest()
+
+
+def sources_dirty(sources: list[str]) -> bool:
+    """True when any of `sources` differs from HEAD (uncommitted or untracked changes), Markdown aside."""
+    return any(_measured(x) for x in _git("status", "--porcelain", "--", *sources).splitlines())
+
+
+def _measured(line: str) -> bool:
+    """Documentation beside the code quotes the figures; it is not what was measured."""
+    return not line.rstrip().endswith(".md")
+
+
+def pmu_available() -> tuple[bool, str]:
+    """Whether a hardware PMU counts CPU cycles here: opens a cycles event with perf_event_open."""
+    nr = PERF_EVENT_OPEN.get(platform.machine())
+    if nr is None:
+        present = Path("/sys/bus/event_source/devices/cpu").exists()
+        return present, "sysfs event_source/devices/cpu " + ("present" if present else "absent")
+    # type, size, config, sample_period, sample_type, read_format, flags; the rest stays zero.
+    attr = struct.pack("IIQQQQQ", PERF_TYPE_HARDWARE, PERF_ATTR_SIZE, CYCLES, 0, 0, 0, PERF_FLAGS)
+    attr = attr.ljust(PERF_ATTR_SIZE, b"\0")
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    fd = libc.syscall(nr, ctypes.c_char_p(attr), 0, -1, -1, 0)
+    if fd < 0:
+        err = ctypes.get_errno()
+        return False, f"perf_event_open(cycles): {os.strerror(err)}"
+    os.close(fd)
+    return True, "perf_event_open(cycles) succeeded"
+
+
+def memory_bytes() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("/proc/meminfo has no MemTotal line")
+
+
+def host_facts() -> dict[str, Any]:
+    pmu, how = pmu_available()
+    return {
+        "cpus": os.cpu_count(),
+        "kernel": platform.release(),
+        "machine": platform.machine(),
+        "memory_bytes": memory_bytes(),
+        "pmu": pmu,
+        "pmu_detected_by": how,
+    }
+
+
+def provenance(sources: list[str]) -> dict[str, Any]:
+    """The sources' tree hash, or (so a long run's data is never lost) null and the reason when a
+    source is not committed; scripts/check-figures then warns that the figures are unattributed."""
+    out: dict[str, Any] = {"sources": sorted(set(sources))}
+    try:
+        out["tree"], out["dirty"] = source_tree(sources), sources_dirty(sources)
+    except (FileNotFoundError, RuntimeError) as e:
+        print(f"resultfile: no tree hash for {sources}: {e}", file=sys.stderr)
+        out.update(tree=None, dirty=True, tree_error=str(e))
+    out["host"] = host_facts()
+    return out
+
+
+def result_path(name: str) -> Path:
+    if not name or "/" in name or name.startswith("."):
+        raise ValueError(f"result name {name!r} must be a plain file name without extension")
+    return RESULTS / f"{name}.json"
+
+
+def write_result(name: str, data: dict, sources: list[str]) -> Path:
+    """Write experiments/results/<name>.json: `data` plus its "provenance"."""
+    if "provenance" in data:
+        raise ValueError("data already has a 'provenance' key: write_result adds it")
+    path = result_path(name)
+    out = {**data, "provenance": provenance(sources)}
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(out, indent=1) + "\n")
+    tmp.replace(path)
+    return path
+
+
+def read_result(name: str) -> dict[str, Any]:
+    """The stored result `name` (with its "provenance" when a benchmark wrote it through write_result)."""
+    return json.loads(result_path(name).read_text())
