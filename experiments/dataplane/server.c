@@ -94,14 +94,18 @@ static void reset_slot(int i)
 /*
  * Collect one batch: at most RX_BATCH_SIZE requests, waiting at most RX_FILL_NS per slot for the
  * batch to fill, but only when no payload waits in the flow buffers (a polling dataplane with work
- * to do does not wait). The bound is read once per batch and only counted down by what arrived
- * (the slots are reset outside), so a bound retuned live during a batch (SIE) cannot give
- * recvmmsg a bad count.
+ * to do does not wait). The bound is read once per batch (the empty asm keeps the compiler from
+ * folding it into a second immediate, bound × RX_FILL_NS) and only counted down by what arrived,
+ * so a bound retuned live (SIE) reaches a batch whole: recvmmsg's count and the fill deadline
+ * come from one value.
  */
 __attribute__((noinline)) static int rx_batch(int fd)
 {
 	long long first = 0;
-	int n = 0, got, room = RX_BATCH_SIZE;
+	int bound = RX_BATCH_SIZE, n = 0, got, room;
+
+	__asm__("" : "+r"(bound));
+	room = bound;
 
 	for (;;) {
 		got = recvmmsg(fd, msgs + n, (unsigned int)room, MSG_DONTWAIT, NULL);
@@ -113,7 +117,7 @@ __attribute__((noinline)) static int rx_batch(int fd)
 			if (room <= 0)
 				break;
 		} else if (!n || waiting ||
-			   now_ns() - first >= (long long)RX_BATCH_SIZE * RX_FILL_NS) {
+			   now_ns() - first >= (long long)bound * RX_FILL_NS) {
 			break;
 		}
 	}

@@ -322,8 +322,6 @@ static uint64_t map_bytes(const struct sie_plan *p)
 static int init_values(struct target *t, const struct sie_plan *p, struct sie_state *s,
 		       char err[SIE_ERR_LEN])
 {
-	int64_t words[SIE_MAX_CONSTS];
-
 	s->values_addr = s->tramp_addr + page_bytes(p);
 	for (int i = 0; i < p->nspans; i++)
 		if (p->spans[i].cidx < 0) {
@@ -331,13 +329,7 @@ static int init_values(struct target *t, const struct sie_plan *p, struct sie_st
 				 p->spans[i].name);
 			return -1;
 		}
-	for (int k = 0; k < p->nconsts; k++)
-		words[k] = p->consts[k].original;
-	if (p->nconsts && target_write(t, s->values_addr, words, 8 * (size_t)p->nconsts)) {
-		snprintf(err, SIE_ERR_LEN, "pid %d: cannot write the value words", t->pid);
-		return -1;
-	}
-	return 0;
+	return sie_values_map(t, p, s, err);
 }
 
 static void unmap_remote(struct target *t, struct sie_state *s)
@@ -351,6 +343,7 @@ static void unmap_remote(struct target *t, struct sie_state *s)
 		target_syscall(t, SYS_munmap, (long)s->knob_addr, (long)s->knob_size, 0, 0, 0, 0,
 			       ignore);
 	s->tramp_addr = s->knob_addr = 0;
+	sie_values_unmap(s);
 }
 
 /* Map the knob table read-only into the target: open it there, mmap, close. */

@@ -84,6 +84,7 @@ struct sie_state {
 	pid_t server;	      /* int3 fallback: the process serving the breakpoints, 0 if none */
 	uint64_t values_addr; /* engine-owned value words (`run` only; inside the trampoline map) */
 	unsigned long long start_time; /* of the armed process: a reused pid is refused at disarm */
+	int64_t *values; /* the engine's read-write view of the value words (`run` only) */
 };
 
 struct target;

@@ -65,7 +65,14 @@ int sie_arm_stopped(struct target *t, struct sie_plan *p, const struct sie_opts 
 /* Stop the world at a moment when no thread is inside a span group or a trampoline. */
 int sie_quiesce(struct target *t, const struct sie_plan *p, const struct sie_state *s,
 		const struct sie_opts *o, char err[SIE_ERR_LEN]);
-/* Write a perf-const's engine-owned value after quiescence (transition.c); resumes the target. */
+/* The value words shared with the target (values.c); a store is one atomic 8-byte write. */
+int sie_values_map(struct target *t, const struct sie_plan *p, struct sie_state *s,
+		   char err[SIE_ERR_LEN]);
+void sie_values_store(const struct sie_state *s, int k, int64_t v);
+void sie_values_unmap(struct sie_state *s);
+/* True when a pass reads the perf-const once: one span whose trampoline loads its word once. */
+int sie_single_read(const struct sie_plan *p, const struct sie_const *c);
+/* Change a perf-const's engine-owned value with a transition (transition.c). */
 int sie_set_value(struct target *t, const struct sie_plan *p, const struct sie_state *s,
 		  const struct sie_opts *o, const char *name, int64_t v, char err[SIE_ERR_LEN]);
 int sie_disarm_stopped(struct target *t, struct sie_plan *p, const struct sie_opts *o,

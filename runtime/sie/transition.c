@@ -1,10 +1,16 @@
 // SPDX-License-Identifier: MIT
 /*
- * A value change with engine-owned values: the world is stopped, and the perf-const's word is
- * written only at a moment when no thread is inside the plan's spans' safe ranges, its trampolines,
- * or has a return address there (the quiescence of arming). A thread that entered the span group
- * therefore finishes its pass with the value it entered with; the new value is seen from the next
- * entry on. If quiescence is not reached in time, nothing is written and the change is refused.
+ * A value change with engine-owned values. Guarantee: a thread that entered a perf-const's safe
+ * span finishes that pass with the value it entered with; the new value is seen from the next entry.
+ *
+ * A perf-const read once per pass (one span whose trampoline loads its word once) gets this from
+ * the store alone: the store and the load are both one aligned 8-byte access, so the pass sees the
+ * old or the new value, and it sees it once. The target is not stopped.
+ *
+ * Any other perf-const (several spans, or several loads in one span) is changed with the world
+ * stopped at a moment when no thread is inside the plan's safe spans, its trampolines, or has a
+ * return address there (the quiescence of arming). If quiescence is not reached in time, nothing
+ * is written and the change is refused.
  */
 #include <stdio.h>
 #include <string.h>
@@ -27,6 +33,10 @@ int sie_set_value(struct target *t, const struct sie_plan *p, const struct sie_s
 	}
 	if (sie_value_check(c, v, err))
 		return -1;
+	if (sie_single_read(p, c)) {
+		sie_values_store(s, (int)(c - p->consts), v);
+		return 0;
+	}
 	if (t->overflow) {
 		snprintf(err, SIE_ERR_LEN,
 			 "refused: pid %d created more than %d threads, which the engine cannot "
@@ -40,10 +50,8 @@ int sie_set_value(struct target *t, const struct sie_plan *p, const struct sie_s
 		return -1;
 	}
 	rc = sie_quiesce(t, p, s, o, err);
-	if (!rc && target_write(t, s->values_addr + 8 * (uint64_t)(c - p->consts), &v, 8)) {
-		snprintf(err, SIE_ERR_LEN, "pid %d: cannot write the value of %s", t->pid, name);
-		rc = -1;
-	}
+	if (!rc)
+		sie_values_store(s, (int)(c - p->consts), v);
 	target_resume(t, 0);
 	t->holding = 0;
 	return rc;

@@ -1,6 +1,8 @@
-"""Safe transitions at 1 kHz: a perf-const that is a loop bound and a ring mask at once (three spans
-of K in one pass, tests/sie/targets/batch_ring.c) retuned through xrtd's sie-user backend with
-random in-range values; every pass checks its own invariant and aborts on a mixed value.
+"""Safe transitions at 1 kHz: a perf-const that is a loop bound and a ring mask at once
+(tests/sie/targets/batch_ring.c) retuned through xrtd's sie-user backend with random in-range
+values; every pass checks its own invariant and aborts on a mixed value. Two shapes: K read at
+three spans of one pass (changed with the world stopped at quiescence) and K read once per pass
+(one span: changed by one atomic store, the target never stopped, so no change may be refused).
 
 XTUNE_STRESS_SECONDS sets the duration (default 30; 600 for the long run)."""
 
@@ -28,20 +30,24 @@ SECONDS = float(os.environ.get("XTUNE_STRESS_SECONDS", "30"))
 PERIOD = 0.001  # one change per millisecond at most
 
 
-def batch_ring() -> ScopeTable:
+def batch_ring(one_read: bool) -> ScopeTable:
     # The ring marks live in a stack array the analysis cannot tell from other memory: the
     # program copes with K changing between passes, which is what the spec's opt-in states.
+    flag = "-DONE_READ " if one_read else ""
     spec = {
         "source": "batch_ring.c",
         "constant": "K",
         "values": [64, 32, 128],
-        "build": "gcc -O2 -pthread -o {out} {src}",
+        "build": f"gcc -O2 {flag}-pthread -o {{out}} {{src}}",
         "persistent": True,
     }
     table = analyze(spec_from_dict(spec, targets.TARGETS / "spec.toml"))
     const = table.consts[0]
     assert const.tunable, const.refusals
-    assert len(const.spans) >= 3, "the bound and the mask must be separate spans of one pass"
+    if one_read:
+        assert len(const.spans) == 1, "one read of K per pass must be one span"
+    else:
+        assert len(const.spans) >= 3, "the bound and the mask must be separate spans of one pass"
     return table
 
 
@@ -75,8 +81,9 @@ def plan_for(table: ScopeTable, tmp: Path) -> Path:
     return plan
 
 
-def test_bound_and_mask_retuned_at_1khz(tmp_path, bin_dir):
-    table = batch_ring()
+@pytest.mark.parametrize("one_read", [False, True], ids=["three_spans", "one_read"])
+def test_bound_and_mask_retuned_at_1khz(tmp_path, bin_dir, one_read):
+    table = batch_ring(one_read)
     const = table.consts[0]
     lo, hi = const.min_value, const.max_value
     assert lo is not None and hi is not None
@@ -109,6 +116,8 @@ def test_bound_and_mask_retuned_at_1khz(tmp_path, bin_dir):
             time.sleep(max(0.0, next_at - time.monotonic()))
         assert t.p.poll() is None, "a pass saw two values of K"
         assert applied >= SECONDS * 100, f"only {applied} changes applied ({refused} refused)"
+        if one_read:
+            assert refused == 0, f"{refused} changes of a once-read K refused: none needs quiescence"
         assert x.stop() == 0
         assert eng.spans_hold_original(t.p.pid, table), "the text must be byte-exact after disarm"
         assert t.wait_k(64), "after disarm the target runs its original K"

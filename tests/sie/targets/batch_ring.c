@@ -5,6 +5,8 @@
  * pass with one K marks K distinct slots; a pass that saw two values marks some slot twice or
  * counts past the ring, and the worker aborts. WORKERS threads run passes with a short wait
  * between them (a server between batches); main answers each input line with worker 0's last K.
+ * Built with -DONE_READ, a pass reads K once (an empty asm hides the value from the compiler, so
+ * the bound and the mask come from one register): one span, changed without stopping the target.
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -22,16 +24,19 @@ __attribute__((noinline)) long fill(int fd)
 {
 	unsigned char seen[RING] = {0};
 	unsigned char tmp[CHUNK];
-	long n = 0, distinct = 0;
+	long n = 0, distinct = 0, k = K;
 
-	while (n < K) {
+#ifdef ONE_READ
+	__asm__("" : "+r"(k));
+#endif
+	while (n < k) {
 		long got = read(fd, tmp, CHUNK), take;
 
 		if (got <= 0)
 			abort();
-		take = K - n < got ? K - n : got;
+		take = k - n < got ? k - n : got;
 		for (long i = 0; i < take; i++) {
-			unsigned long idx = (unsigned long)(n + i + tmp[i]) & (K - 1);
+			unsigned long idx = (unsigned long)(n + i + tmp[i]) & (k - 1);
 
 			distinct += !seen[idx % RING];
 			seen[idx % RING] = 1;

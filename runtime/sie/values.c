@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Engine-owned value words: a memfd page mapped read-only by the target (beside its trampolines)
+ * and read-write by the engine. The engine changes a value with one aligned 8-byte atomic store,
+ * which a trampoline's one aligned 8-byte load sees whole, old or new. A write through
+ * /proc/PID/mem or ptrace is a kernel memcpy that gives no such guarantee to a running reader.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "sie.h"
+#include "target.h"
+
+#define PAGE 4096ul
+
+int sie_values_map(struct target *t, const struct sie_plan *p, struct sie_state *s,
+		   char err[SIE_ERR_LEN])
+{
+	static const char name[] = "xsie-values";
+	struct user_regs_struct r;
+	uint64_t where;
+	char path[64];
+	long fd, addr;
+	int lfd;
+	void *local;
+
+	if (target_regs(t, 0, &r))
+		return -1;
+	where = (r.rsp - 8192) & ~15ull; /* far below the red zone of the stopped thread */
+	if (target_write(t, where, name, sizeof(name))) {
+		snprintf(err, SIE_ERR_LEN, "pid %d: cannot write to its stack", t->pid);
+		return -1;
+	}
+	fd = target_syscall(t, SYS_memfd_create, (long)where, MFD_CLOEXEC, 0, 0, 0, 0, err);
+	if (fd < 0) {
+		snprintf(err, SIE_ERR_LEN, "pid %d: memfd_create for the value words: %s", t->pid,
+			 strerror((int)-fd));
+		return -1;
+	}
+	addr = target_syscall(t, SYS_ftruncate, fd, (long)PAGE, 0, 0, 0, 0, err);
+	snprintf(path, sizeof(path), "/proc/%d/fd/%ld", t->pid, fd);
+	lfd = addr ? -1 : open(path, O_RDWR | O_CLOEXEC);
+	local = lfd < 0 ? MAP_FAILED : mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, lfd, 0);
+	if (lfd >= 0)
+		close(lfd);
+	addr = local == MAP_FAILED ? -ENOMEM
+				   : target_syscall(t, SYS_mmap, (long)s->values_addr, (long)PAGE,
+						    PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0, err);
+	target_syscall(t, SYS_close, fd, 0, 0, 0, 0, 0, err);
+	if (local == MAP_FAILED || addr != (long)s->values_addr) {
+		snprintf(err, SIE_ERR_LEN, "pid %d: cannot share the value page at %#lx: %s",
+			 t->pid, s->values_addr,
+			 local == MAP_FAILED ? strerror(errno) : strerror((int)-addr));
+		if (local != MAP_FAILED)
+			munmap(local, PAGE);
+		return -1;
+	}
+	s->values = local;
+	for (int k = 0; k < p->nconsts; k++)
+		sie_values_store(s, k, p->consts[k].original);
+	return 0;
+}
+
+void sie_values_store(const struct sie_state *s, int k, int64_t v)
+{
+	__atomic_store_n(&s->values[k], v, __ATOMIC_RELEASE);
+}
+
+void sie_values_unmap(struct sie_state *s)
+{
+	if (s->values)
+		munmap(s->values, PAGE);
+	s->values = NULL;
+}
+
+int sie_single_read(const struct sie_plan *p, const struct sie_const *c)
+{
+	int reads = 0;
+
+	for (int i = 0; i < p->nspans; i++)
+		if (!strcmp(p->spans[i].name, c->name))
+			for (int k = 0; k < p->spans[i].nrelocs; k++)
+				reads += p->spans[i].relocs[k].kind == SIE_RELOC_KNOB;
+	return reads == 1;
+}
