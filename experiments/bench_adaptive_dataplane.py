@@ -46,7 +46,7 @@ from xtune.train import train_regimes
 
 SPEC = paths.ROOT / "experiments" / "dataplane" / "rx_batch.toml"
 CONST, KNOB = "RX_BATCH_SIZE", "rx_batch_size"
-GRID = [8, 16, 32, 64, 128, 256]  # the analysis holds for [8, 512]; the engine refuses others
+GRID = [4, 8, 16, 32, 64, 128, 256]  # the landscape's grid; the analysis holds for [1, 512], the engine refuses others
 TRAIN = {"2f_3k": (3000, 2), "8f_8k": (8000, 8), "32f_14k": (14000, 32), "64f_18k": (18000, 64)}
 HELDOUT = {"4f_5k": (5000, 4), "48f_16k": (16000, 48)}
 # Not used in any sweep: other flow counts, rates, order and durations.
