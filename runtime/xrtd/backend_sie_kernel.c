@@ -2,10 +2,12 @@
 /*
  * sie-kernel: a perf-const of the running kernel, through xsie.ko (kmod/). The target is
  * "xsie:<const id>" for a const whose spans were loaded from the scope table (`xsiectl load`).
- * Values go into the module's value page, mapped once: a write is one 8-byte store, which the
- * kprobe handlers read at their next hit. The first write arms the const with the global
- * transition (no thread inside its safe spans); restore puts the compiled value back and
- * disarms, which removes every probe and leaves the kernel text byte-exact.
+ * Values go through XSIE_IOC_SET, which refuses values outside the analysis's range; the value
+ * page (mapped once) is only read back. The first write arms the const with the global
+ * transition (no thread inside its safe spans); a later write of a const with several spans is
+ * a flip made when no thread is inside them (refused while an earlier one waits), of a const
+ * with one span the next hit's value. Restore puts the compiled value back and disarms, which
+ * removes every probe and leaves the kernel text byte-exact.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -111,10 +113,24 @@ static int sie_kernel_write(struct xrtd_knob *k, int64_t value, char err[XRTD_ER
 {
 	struct sie_kernel *s = k->priv;
 	struct xsie_arm arm = {.const_id = s->id, .mode = XSIE_MODE_GLOBAL};
+	struct xsie_value v = {.const_id = s->id, .value = value};
 	struct xsie_status st;
 	int ret;
 
-	__atomic_store_n(&s->page->value[s->id], value, __ATOMIC_RELEASE);
+	if (ioctl(s->fd, XSIE_IOC_SET, &v)) {
+		if (errno == ERANGE)
+			return xrtd_errf(err, errno,
+					 "sie-kernel %s: %lld is outside the range the analysis holds "
+					 "for (the kernel log names it)",
+					 k->target, (long long)value);
+		if (errno == EBUSY)
+			return xrtd_errf(err, errno,
+					 "sie-kernel %s: %lld refused: an earlier change still waits "
+					 "for threads to leave the safe spans",
+					 k->target, (long long)value);
+		return xrtd_errf(err, errno, "sie-kernel %s: set %lld: %s", k->target,
+				 (long long)value, strerror(errno));
+	}
 	ret = sie_kernel_status(s, &st, err);
 	if (ret || st.state != XSIE_LOADED)
 		return ret;
