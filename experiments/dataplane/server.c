@@ -17,8 +17,9 @@
  *
  * serve_batch() runs once per polling round, from the pickup of its first request to the reply:
  * an observer's uprobe on it sees the time a round's first request spends in the server (`xtune
- * demo`). dp_round(active_flows, backlog) is called once per round with the flows that have
- * payloads waiting and how many: a uprobe on it reads the dataplane's load signals.
+ * demo`). dp_round(active_flows, backlog, oldest_age_us) is called once per round with the flows
+ * that have payloads waiting, how many, and how long the oldest of those about to be delivered
+ * has waited since the client sent it: a uprobe on it reads the dataplane's load signals.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -195,10 +196,34 @@ static int deliver(int fd)
 	return n;
 }
 
-/* A uprobe target: the load signals of one polling round. Never inlined nor dropped (noipa). */
-__attribute__((noipa)) void dp_round(int active_flows, int backlog)
+/*
+ * How long the oldest payload about to be delivered has waited, in µs: requests carry their send
+ * time (the load generator's first 8 bytes, CLOCK_MONOTONIC on this host). This is the wait a
+ * client sees before its reply, which serve_batch's own duration does not include (time in the
+ * socket and in the flow buffers before the round).
+ */
+static int oldest_age_us(void)
 {
-	__asm__ volatile("" : : "r"(active_flows), "r"(backlog));
+	long long now = now_ns(), oldest = now;
+
+	for (int i = 0; i < nactive; i++) {
+		const struct flow *f = &flows[active[i]];
+		const struct payload *p = &f->buf[f->head];
+		long long sent;
+
+		if (p->len < sizeof(sent))
+			continue;
+		memcpy(&sent, p->data, sizeof(sent));
+		if (sent > 0 && sent < oldest)
+			oldest = sent;
+	}
+	return (int)((now - oldest) / 1000);
+}
+
+/* A uprobe target: the load signals of one polling round. Never inlined nor dropped (noipa). */
+__attribute__((noipa)) void dp_round(int active_flows, int backlog, int oldest_age_us)
+{
+	__asm__ volatile("" : : "r"(active_flows), "r"(backlog), "r"(oldest_age_us));
 }
 
 /*
@@ -216,7 +241,7 @@ __attribute__((noinline)) int serve_batch(int fd)
 			max_batch = (unsigned long long)n;
 		enqueue(n);
 	}
-	dp_round(nactive, waiting);
+	dp_round(nactive, waiting, nactive ? oldest_age_us() : 0);
 	if (!nactive)
 		return 0;
 	spend(ROUND_COST_NS);
