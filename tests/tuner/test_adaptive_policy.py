@@ -81,6 +81,25 @@ def test_labels_are_the_measured_best_within_the_throughput_bound(tmp_path: Path
     assert minimax_fallback(land) == 64
 
 
+def test_windows_without_the_throughput_signal_count_as_zero(tmp_path: Path) -> None:
+    """A large batch serves in rare, big rounds: its windows without a round delivered nothing.
+    Skipping them would credit it with the throughput of its busy windows only."""
+    path = tmp_path / "rare.xtrec"
+    seq = 0
+    with RecordingWriter(path) as rec:
+        rec.append_catalog(Catalog(SIGNALS, 1_000_000))
+        # value -> (p99, payloads per window with a round, one window in `every` has a round)
+        for value, (p99, tput, every) in {8: (90.0, 100.0, 1), 256: (60.0, 150.0, 2)}.items():
+            rec.append_decision(Decision("sweep", {"batch": value}, "sweep", extra={"regime": "r"}))
+            for i in range(24):
+                seq += 1
+                items = [(3, 0, p99), (4, 0, tput)] if i % every == 0 else [(3, 0, p99)]
+                rec.append_frame(encode_frame(seq, seq * 1_000_000, (seq + 1) * 1_000_000, items))
+    land = read_landscape([path], "batch", "func.serve_batch.latency.p99", "func.serve_batch.calls")
+    assert land.outcome("r", 256)[1] == pytest.approx(75.0)  # 150 in half the windows, 0 in the rest
+    assert land.best("r") == 8  # 256 has the lower p99 but only 75 % of the throughput
+
+
 def test_trained_tree_card_reports_heldout_accuracy_and_regret(trained: TreeModel, tmp_path: Path) -> None:
     card = trained.card
     assert card["regimes"] == {"few": 8, "many": 64}

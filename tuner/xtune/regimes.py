@@ -5,7 +5,8 @@ one knob applied in turn: a DECISION record with policy "sweep", `values = {knob
 `extra = {"regime": NAME}` starts a *cell* (regime, V); the frames after it, less the first
 `settle` ones, are that cell's windows. A cell's outcome is the mean over its windows of the
 objective signal (a latency quantile, lower is better) and of the throughput signal or expression
-(e.g. `func.dp_round.active_flows.mean * func.dp_round.calls`, payloads delivered per window).
+(e.g. `func.dp_round.active_flows.mean * func.dp_round.calls`, payloads delivered per window;
+0 in a window where the signal is absent: nothing was delivered there).
 
 The label of a regime is the value with the lowest objective among those whose throughput is at
 least `min_throughput` (95 %) of the best throughput measured in that regime: the operator's rule
@@ -32,14 +33,20 @@ class Cell:
     value: int
     frames: list[dict[str, float]] = field(default_factory=list)
 
-    def mean(self, signal: str) -> float:
-        """Mean over the windows of a signal, or of an expression over signals (e.g. a product)."""
+    def mean(self, signal: str, missing: float | None = None) -> float:
+        """Mean over the windows of a signal, or of an expression over signals (e.g. a product).
+
+        A window without the signal is skipped, or counts as `missing` when given: a rate is 0 in
+        a window where nothing happened, and skipping those windows would favour the settings
+        that work in rarer, larger rounds."""
         node = expr.parse(signal)
         xs = []
         for f in self.frames:
             try:
                 x = expr.evaluate(node, f)
             except (expr.MissingSignal, ZeroDivisionError):
+                if missing is not None:
+                    xs.append(missing)
                 continue
             if math.isfinite(x):
                 xs.append(x)
@@ -59,7 +66,7 @@ class Landscape:
     def outcome(self, regime: str, value: int) -> tuple[float, float]:
         """(mean objective, mean throughput) of one cell, NaN when it has no window with them."""
         cell = self.cells[regime][value]
-        return cell.mean(self.objective), cell.mean(self.throughput)
+        return cell.mean(self.objective), cell.mean(self.throughput, missing=0.0)
 
     def eligible(self, regime: str) -> dict[int, float]:
         """Objective by value, for the values within the regime's throughput bound."""
