@@ -26,7 +26,7 @@ struct xsie_span {
 	unsigned long func_addr;
 };
 
-/* A probe at a safe span's entry or exit (global mode). */
+/* A probe at a safe span's entry or exit (global transitions and value flips). */
 struct xsie_monitor {
 	struct kprobe kp;
 	struct xsie_safe *ss;
@@ -52,14 +52,16 @@ struct xsie_group {
 	u32 id;
 	u32 mode;
 	int active;   /* the new values are in effect (read by handlers) */
-	int counting; /* global mode: monitors maintain `inside` */
+	int counting; /* a switch or flip waits: entry/exit probes maintain `inside` */
 	atomic_long_t inside;
+	atomic_t rp_live; /* per-thread mode: executions whose return a kretprobe still awaits */
 	atomic64_t refcount_updates;
 	u64 t_start_ns, t_done_ns;
 	u32 n;
 	struct xsie_const *members[XSIE_TXN_MAX];
 	bool in_use;
-	bool monitors; /* entry/exit probes or kretprobes placed */
+	bool counters; /* entry/exit probes placed (global switch, value flips) */
+	bool monitors; /* kretprobes placed (per-thread mode) */
 };
 
 struct xsie_const {
@@ -70,7 +72,14 @@ struct xsie_const {
 	struct xsie_safe safe[XSIE_MAX_SAFE];
 	struct xsie_group *group;
 	s64 min, max;  /* valid V (struct xsie_range) */
-	s64 in_effect; /* the last V in range the handlers used (or the compiled value) */
+	/*
+	 * The V the handlers use. A const with one span reads the value page at each hit (one read
+	 * per pass) and keeps the last in-range value here; a const with several spans reads only
+	 * this, which changes by a flip when no thread is inside a safe span (XSIE_IOC_SET).
+	 */
+	s64 in_effect;
+	s64 pending;	   /* the V of a flip under way */
+	bool flip_pending; /* `pending` becomes `in_effect` at the group's next switch */
 	u64 __percpu *hits;
 	u64 __percpu *applied;
 	u64 __percpu *old_hits;
@@ -94,6 +103,7 @@ void xsie_span_counts(struct xsie_const *c, u32 *optimized, u32 *int3);
 extern struct xsie_group xsie_groups[XSIE_MAX_CONSTS];
 int xsie_task_in_new_span(struct xsie_group *g);
 int xsie_group_arm(struct xsie_group *g);
+int xsie_value_flip(struct xsie_const *c, s64 v);
 void xsie_group_disarm(struct xsie_group *g);
 int xsie_transition_init(void);
 void xsie_transition_exit(void);

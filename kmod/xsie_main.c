@@ -76,17 +76,16 @@ static struct xsie_group *xsie_group_new(u32 mode)
 
 /*
  * An exit probe runs before its instruction: on a conditional jump it cannot tell whether the
- * thread leaves, so the global count would be wrong. Such safe spans take per-thread mode.
+ * thread leaves, so the count of the global transition and of flips would be wrong.
  */
-static bool xsie_cond_exit(const struct xsie_const *c)
+static bool xsie_cond_exit(const struct xsie_const *c, const char *what)
 {
 	u32 j;
 
 	for (j = 0; j < c->nsafe; j++) {
 		if (c->safe[j].cond_exit) {
-			pr_warn("global transition refused: %s+%#x is a conditional exit (use "
-				"per-thread)\n",
-				c->safe[j].func, c->safe[j].cond_exit - 1);
+			pr_warn("%s refused: %s+%#x is a conditional exit\n", what, c->safe[j].func,
+				c->safe[j].cond_exit - 1);
 			return true;
 		}
 	}
@@ -102,6 +101,16 @@ static int xsie_arm(const u32 *ids, u32 n, u32 mode)
 
 	if (!n || mode > XSIE_MODE_GLOBAL)
 		return -EINVAL;
+	if (mode == XSIE_MODE_PER_THREAD) {
+		/*
+		 * Removing the kretprobes of per-thread mode while executions they hooked were
+		 * returning crashed Debian's 6.1 guest under a plug load (a call through address 0
+		 * in blk_mq_submit_bio), also after draining them: refused until that is understood.
+		 */
+		pr_warn("per-thread transition refused: its teardown is not safe under load on this "
+			"kernel; use global\n");
+		return -EOPNOTSUPP;
+	}
 	for (i = 0; i < n; i++) {
 		struct xsie_const *c = xsie_const_get(ids[i]);
 
@@ -109,7 +118,7 @@ static int xsie_arm(const u32 *ids, u32 n, u32 mode)
 			return c && c->state >= XSIE_TRANSITION ? -EBUSY : -ENOENT;
 		if (mode != XSIE_MODE_IMMEDIATE && !c->nsafe)
 			return -ENOEXEC; /* a safe transition needs the safe spans */
-		if (mode == XSIE_MODE_GLOBAL && xsie_cond_exit(c))
+		if (mode == XSIE_MODE_GLOBAL && xsie_cond_exit(c, "global transition"))
 			return -EOPNOTSUPP;
 		for (j = 0; j < i; j++)
 			if (ids[j] == ids[i])
@@ -206,6 +215,13 @@ static int xsie_set(const struct xsie_value *v)
 			c->min, c->max);
 		return -ERANGE;
 	}
+	if (c->nspans > 1 && c->state >= XSIE_TRANSITION) {
+		int ret = xsie_cond_exit(c, "later value (a flip)") ? -EOPNOTSUPP
+								  : xsie_value_flip(c, v->value);
+
+		if (ret)
+			return ret;
+	}
 	WRITE_ONCE(xsie_values->value[c->id], v->value);
 	return 0;
 }
@@ -248,7 +264,7 @@ static int xsie_status(struct xsie_status *st)
 	st->inside = g ? atomic_long_read(&g->inside) : 0;
 	st->refcount_updates = g ? atomic64_read(&g->refcount_updates) : 0;
 	st->transition_ns = g && READ_ONCE(g->t_done_ns) ? g->t_done_ns - g->t_start_ns : 0;
-	if (g && c->state == XSIE_TRANSITION && READ_ONCE(g->active) &&
+	if (g && c->state == XSIE_TRANSITION && READ_ONCE(g->active) && !READ_ONCE(g->counting) &&
 	    (g->mode != XSIE_MODE_PER_THREAD || READ_ONCE(g->t_done_ns)))
 		st->state = XSIE_ARMED;
 	return 0;

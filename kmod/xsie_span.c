@@ -130,11 +130,16 @@ static int xsie_span_pre(struct kprobe *p, struct pt_regs *regs)
 		this_cpu_inc(*c->old_hits);
 		return 0;
 	}
-	v = READ_ONCE(xsie_values->value[c->id]);
-	if (v < c->min || v > c->max)
-		v = READ_ONCE(c->in_effect); /* a store out of range is never applied */
-	else if (v != READ_ONCE(c->in_effect))
-		WRITE_ONCE(c->in_effect, v);
+	if (c->nspans == 1) {
+		/* One read per execution: a store to the value page is a safe change by itself. */
+		v = READ_ONCE(xsie_values->value[c->id]);
+		if (v < c->min || v > c->max)
+			v = READ_ONCE(c->in_effect); /* a store out of range is never applied */
+		else if (v != READ_ONCE(c->in_effect))
+			WRITE_ONCE(c->in_effect, v);
+	} else {
+		v = READ_ONCE(c->in_effect); /* changed only by a flip (xsie_value_flip) */
+	}
 	iv = d->a * v + d->b;
 	iv0 = d->a * d->v0 + d->b;
 	this_cpu_inc(*c->applied);

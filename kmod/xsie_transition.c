@@ -7,8 +7,17 @@
  *    switch; executions already running finish with the old values (kretprobes track entries);
  *  - global: one stop_machine() counts the frames of every thread inside a safe span (reliable
  *    unwinder; tried again while some stack is not reliable, refused after that); entry and
- *    exit probes then keep that count, and the exit that brings it to zero switches all consts of
- *    the transaction (self-converging reference count). The monitors are removed afterwards.
+ *    exit probes then keep that count (self-converging reference count), and the exit that
+ *    brings it to zero has the switch made by a stop_machine() that counts the stacks again
+ *    and switches only if it finds none inside: a thread that enters while the count reaches
+ *    zero has not read a value yet, and no thread can run between the last count and the
+ *    switch. The monitors are removed afterwards.
+ *
+ * Later values (XSIE_IOC_SET on an armed const) keep the same guarantee in every mode: a thread
+ * inside a safe span finishes that execution with the value it entered with. A const with one
+ * span needs nothing more (its handler reads the value once per execution); a const with
+ * several spans gets a flip, made like the global switch: the new value is pending until a
+ * stop_machine() finds no thread inside the transaction's safe spans.
  */
 #define pr_fmt(fmt) "xsie: " fmt
 
@@ -30,9 +39,9 @@ static void (*xsie_wait_optimizer)(void);
 static int (*xsie_stack_save_reliable)(struct task_struct *task, unsigned long *store,
 				       unsigned int size);
 
-/* Removes the monitors of completed global transitions (cannot be done from a handler). */
-static void xsie_monitors_reap(struct work_struct *work);
-static DECLARE_WORK(xsie_reap_work, xsie_monitors_reap);
+/* Makes the switch of a count that reached zero, then removes its probes (not from a handler). */
+static void xsie_settle(struct work_struct *work);
+static DECLARE_WORK(xsie_settle_work, xsie_settle);
 
 /* Per-thread mode: which tasks are inside a safe-span execution entered after the switch. */
 #define XSIE_TASKS 512
@@ -103,6 +112,7 @@ static int xsie_rp_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 	raw_spin_unlock_irqrestore(&xsie_tasks_lock, flags);
 	if (!t)
 		return 1; /* table full: this execution keeps the old values */
+	atomic_inc(&g->rp_live);
 	/* A per-thread transition is complete when the first thread has switched. */
 	if (!READ_ONCE(g->t_done_ns))
 		cmpxchg(&g->t_done_ns, 0, ktime_get_ns());
@@ -115,6 +125,7 @@ static int xsie_rp_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 	struct xsie_task_slot *t;
 	unsigned long flags;
 
+	atomic_dec(&g->rp_live);
 	raw_spin_lock_irqsave(&xsie_tasks_lock, flags);
 	t = xsie_task_find(g, false);
 	if (t && --t->depth <= 0)
@@ -135,14 +146,23 @@ static void xsie_tasks_forget(struct xsie_group *g)
 	raw_spin_unlock_irqrestore(&xsie_tasks_lock, flags);
 }
 
-static void xsie_group_activate(struct xsie_group *g)
+/* The switch, with no thread inside a safe span: pending flips first, then the first switch. */
+static void xsie_group_switch(struct xsie_group *g)
 {
-	if (cmpxchg(&g->counting, 1, 0) != 1)
-		return;
+	u32 i;
+
+	for (i = 0; i < g->n; i++) {
+		struct xsie_const *c = g->members[i];
+
+		if (c->flip_pending) {
+			WRITE_ONCE(c->in_effect, c->pending);
+			c->flip_pending = false;
+		}
+	}
 	g->t_done_ns = ktime_get_ns();
-	smp_wmb(); /* the completion time is visible before the switch */
+	smp_wmb(); /* the values and the completion time are visible before the switch */
 	WRITE_ONCE(g->active, 1);
-	schedule_work(&xsie_reap_work);
+	WRITE_ONCE(g->counting, 0);
 }
 
 static int xsie_entry_pre(struct kprobe *p, struct pt_regs *regs)
@@ -163,7 +183,7 @@ static int xsie_exit_pre(struct kprobe *p, struct pt_regs *regs)
 	if (READ_ONCE(g->counting)) {
 		atomic64_inc(&g->refcount_updates);
 		if (atomic_long_dec_return(&g->inside) <= 0)
-			xsie_group_activate(g);
+			schedule_work(&xsie_settle_work);
 	}
 	return 0;
 }
@@ -171,20 +191,6 @@ static int xsie_exit_pre(struct kprobe *p, struct pt_regs *regs)
 #define xsie_for_each_safe(g, i, j, ss)                                                            \
 	for (i = 0; i < (g)->n; i++)                                                               \
 		for (j = 0; j < (g)->members[i]->nsafe && ((ss) = &(g)->members[i]->safe[j]); j++)
-
-static void xsie_safe_unplace(struct xsie_group *g, struct xsie_safe *ss);
-
-static void xsie_monitors_unregister(struct xsie_group *g)
-{
-	struct xsie_safe *ss;
-	u32 i, j;
-
-	if (!g->monitors)
-		return;
-	xsie_for_each_safe(g, i, j, ss) xsie_safe_unplace(g, ss);
-	g->monitors = false;
-	xsie_tasks_forget(g);
-}
 
 static int xsie_monitor_place(struct xsie_monitor *m, struct xsie_safe *ss, u32 off,
 			      kprobe_pre_handler_t handler)
@@ -201,11 +207,11 @@ static int xsie_monitor_place(struct xsie_monitor *m, struct xsie_safe *ss, u32 
 	return ret;
 }
 
-static void xsie_safe_unplace(struct xsie_group *g, struct xsie_safe *ss)
+static void xsie_safe_unplace(struct xsie_safe *ss, bool counters)
 {
 	u32 k;
 
-	if (g->mode == XSIE_MODE_PER_THREAD) {
+	if (!counters) {
 		unregister_kretprobe(&ss->rp);
 		return;
 	}
@@ -214,13 +220,13 @@ static void xsie_safe_unplace(struct xsie_group *g, struct xsie_safe *ss)
 		unregister_kprobe(&ss->exit_kp[k].kp);
 }
 
-/* Entry/exit probes (global) or a kretprobe (per-thread) on one safe span; all or nothing. */
-static int xsie_safe_place(struct xsie_group *g, struct xsie_safe *ss)
+/* Entry/exit probes (counters) or a kretprobe (per-thread) on one safe span; all or nothing. */
+static int xsie_safe_place(struct xsie_safe *ss, bool counters)
 {
 	u32 k;
 	int ret;
 
-	if (g->mode == XSIE_MODE_PER_THREAD) {
+	if (!counters) {
 		memset(&ss->rp, 0, sizeof(ss->rp));
 		ss->rp.kp.addr = (kprobe_opcode_t *)ss->start;
 		ss->rp.entry_handler = xsie_rp_entry;
@@ -246,7 +252,7 @@ static int xsie_safe_place(struct xsie_group *g, struct xsie_safe *ss)
 	return 0;
 }
 
-static int xsie_monitors_register(struct xsie_group *g)
+static int xsie_probes_place(struct xsie_group *g, bool counters)
 {
 	struct xsie_safe *ss;
 	u32 i, j, placed = 0;
@@ -254,22 +260,63 @@ static int xsie_monitors_register(struct xsie_group *g)
 
 	xsie_for_each_safe(g, i, j, ss)
 	{
-		ret = xsie_safe_place(g, ss);
+		ret = xsie_safe_place(ss, counters);
 		if (ret)
 			goto undo;
 		placed++;
 	}
-	g->monitors = true;
+	if (counters)
+		g->counters = true;
+	else
+		g->monitors = true;
 	return 0;
 undo:
 	xsie_for_each_safe(g, i, j, ss)
 	{
 		if (!placed)
 			return ret;
-		xsie_safe_unplace(g, ss);
+		xsie_safe_unplace(ss, counters);
 		placed--;
 	}
 	return ret;
+}
+
+static void xsie_counters_remove(struct xsie_group *g)
+{
+	struct xsie_safe *ss;
+	u32 i, j;
+
+	if (!g->counters)
+		return;
+	xsie_for_each_safe(g, i, j, ss) xsie_safe_unplace(ss, true);
+	g->counters = false;
+}
+
+#define XSIE_DRAIN_MS 2000
+static void xsie_monitors_unregister(struct xsie_group *g)
+{
+	struct xsie_safe *ss;
+	u32 i, j;
+	int k;
+
+	xsie_counters_remove(g);
+	if (!g->monitors)
+		return;
+	/*
+	 * Unregistering kretprobes while executions they hooked are still returning crashed the
+	 * 6.1 guest under a plug load (a call through 0 in the hooked function's caller): stop
+	 * hooking new executions, let the hooked ones return, then unregister.
+	 */
+	xsie_for_each_safe(g, i, j, ss) disable_kretprobe(&ss->rp);
+	for (k = 0; k < XSIE_DRAIN_MS && atomic_read(&g->rp_live) > 0; k++)
+		msleep(1);
+	if (atomic_read(&g->rp_live) > 0)
+		pr_warn("transaction %u: %d executions still inside a safe span after %d ms\n", g->id,
+			atomic_read(&g->rp_live), XSIE_DRAIN_MS);
+	synchronize_rcu();
+	xsie_for_each_safe(g, i, j, ss) xsie_safe_unplace(ss, false);
+	g->monitors = false;
+	xsie_tasks_forget(g);
 }
 
 /* Is @addr inside a safe span of @g? A function's first byte is not: its entry probe counts. */
@@ -302,8 +349,10 @@ static pid_t xsie_unreliable_pid; /* the last task whose stack could not be read
 /*
  * stop_machine() callback: every other CPU spins, so no thread moves while stacks are read. The
  * tasks on a CPU now are the stopper threads running this; every other stack is read with the
- * reliable unwinder (as livepatch does). Return: 0, or -EAGAIN when a stack was not reliable
- * (e.g. a task interrupted mid-function): the caller tries again a little later.
+ * reliable unwinder (as livepatch does). With none inside, the switch is made here, where no
+ * thread can run between the count and the switch; else the entry/exit probes keep the count.
+ * Return: 0, or -EAGAIN when a stack was not reliable (e.g. a task interrupted mid-function):
+ * the caller tries again a little later.
  */
 static int xsie_count_inside(void *data)
 {
@@ -329,13 +378,24 @@ static int xsie_count_inside(void *data)
 	}
 	rcu_read_unlock();
 	atomic_long_set(&g->inside, inside);
-	if (inside) {
+	if (inside)
 		WRITE_ONCE(g->counting, 1);
-	} else {
-		g->t_done_ns = ktime_get_ns();
-		WRITE_ONCE(g->active, 1);
-	}
+	else
+		xsie_group_switch(g);
 	return 0;
+}
+
+/* Count (and switch when none is inside) with the stacks still; -EAGAIN after every try. */
+static int xsie_count(struct xsie_group *g)
+{
+	int i, ret = -EAGAIN;
+
+	for (i = 0; i < XSIE_COUNT_TRIES && ret == -EAGAIN; i++) {
+		if (i)
+			msleep(20);
+		ret = stop_machine(xsie_count_inside, g, NULL);
+	}
+	return ret;
 }
 
 static void xsie_members_unregister(struct xsie_group *g, u32 n)
@@ -360,17 +420,25 @@ int xsie_group_arm(struct xsie_group *g)
 	g->counting = 0;
 	g->t_done_ns = 0;
 	atomic_long_set(&g->inside, 0);
+	atomic_set(&g->rp_live, 0);
 	atomic64_set(&g->refcount_updates, 0);
 	for (i = 0; i < g->n; i++) {
-		g->members[i]->group = g;
-		ret = xsie_spans_register(g->members[i]);
+		struct xsie_const *c = g->members[i];
+		s64 v = READ_ONCE(xsie_values->value[c->id]);
+
+		/* The handlers read in_effect only once the group is active. */
+		if (v >= c->min && v <= c->max)
+			c->in_effect = v;
+		c->flip_pending = false;
+		c->group = g;
+		ret = xsie_spans_register(c);
 		if (ret)
 			goto undo_spans;
 	}
 	for (i = 0; i < g->n; i++)
 		g->members[i]->state = XSIE_TRANSITION;
 	if (g->mode != XSIE_MODE_IMMEDIATE) {
-		ret = xsie_monitors_register(g);
+		ret = xsie_probes_place(g, g->mode == XSIE_MODE_GLOBAL);
 		if (ret)
 			goto undo_all;
 	}
@@ -385,12 +453,7 @@ int xsie_group_arm(struct xsie_group *g)
 		WRITE_ONCE(g->active, 1);
 		break;
 	case XSIE_MODE_GLOBAL:
-		for (i = 0; i < XSIE_COUNT_TRIES; i++) {
-			ret = stop_machine(xsie_count_inside, g, NULL);
-			if (ret != -EAGAIN)
-				break;
-			msleep(20);
-		}
+		ret = xsie_count(g);
 		if (ret) {
 			pr_warn("global transition refused: the stack of task %d is not reliable "
 				"after %d tries\n",
@@ -399,7 +462,7 @@ int xsie_group_arm(struct xsie_group *g)
 			goto undo_all;
 		}
 		if (READ_ONCE(g->active))
-			xsie_monitors_unregister(g);
+			xsie_counters_remove(g);
 		break;
 	}
 	return 0;
@@ -412,6 +475,53 @@ undo_spans:
 		g->members[i]->state = XSIE_LOADED;
 	}
 	return ret;
+}
+
+/**
+ * xsie_value_flip - a later value for an armed const read at several spans
+ * @c: the const (caller holds xsie_lock, checked @v against the range)
+ * @v: its new value
+ *
+ * The value is pending until no thread is inside a safe span of the transaction (see the top of
+ * this file); it is in effect when the status no longer reports a transition.
+ *
+ * Return: 0 (in effect, or pending), -EBUSY when an earlier switch of the transaction still waits
+ * or no stack could be read reliably (nothing changed), or a kprobe error.
+ */
+int xsie_value_flip(struct xsie_const *c, s64 v)
+{
+	struct xsie_group *g = c->group;
+	int ret;
+
+	if (READ_ONCE(g->counting) || !READ_ONCE(g->active)) {
+		pr_warn("value refused: const %u: an earlier transition still waits for threads to "
+			"leave its safe spans\n",
+			c->id);
+		return -EBUSY;
+	}
+	if (!g->counters) {
+		ret = xsie_probes_place(g, true);
+		if (ret)
+			return ret;
+	}
+	c->pending = v;
+	c->flip_pending = true;
+	atomic_long_set(&g->inside, 0);
+	g->t_start_ns = ktime_get_ns();
+	g->t_done_ns = 0;
+	ret = xsie_count(g);
+	if (ret) {
+		c->flip_pending = false;
+		g->t_done_ns = g->t_start_ns;
+		xsie_counters_remove(g);
+		pr_warn("value refused: const %u: the stack of task %d is not reliable after %d "
+			"tries\n",
+			c->id, xsie_unreliable_pid, XSIE_COUNT_TRIES);
+		return -EBUSY;
+	}
+	if (!READ_ONCE(g->counting))
+		xsie_counters_remove(g);
+	return 0;
 }
 
 /**
@@ -429,12 +539,13 @@ void xsie_group_disarm(struct xsie_group *g)
 	xsie_wait_optimizer();
 	for (i = 0; i < g->n; i++) {
 		g->members[i]->group = NULL;
+		g->members[i]->flip_pending = false;
 		g->members[i]->state = XSIE_LOADED;
 	}
 	g->in_use = false;
 }
 
-static void xsie_monitors_reap(struct work_struct *work)
+static void xsie_settle(struct work_struct *work)
 {
 	int i;
 
@@ -442,8 +553,14 @@ static void xsie_monitors_reap(struct work_struct *work)
 	for (i = 0; i < XSIE_MAX_CONSTS; i++) {
 		struct xsie_group *g = &xsie_groups[i];
 
-		if (g->in_use && g->mode == XSIE_MODE_GLOBAL && READ_ONCE(g->active))
-			xsie_monitors_unregister(g);
+		if (!g->in_use || !g->counters)
+			continue;
+		/* A count that reached zero: switch only if the stacks agree (-EAGAIN: the next
+		 * exit to zero tries again). */
+		if (READ_ONCE(g->counting) && atomic_long_read(&g->inside) <= 0)
+			xsie_count(g);
+		if (!READ_ONCE(g->counting) && READ_ONCE(g->active))
+			xsie_counters_remove(g);
 	}
 	mutex_unlock(&xsie_lock);
 }
@@ -464,8 +581,8 @@ int xsie_transition_init(void)
 	return 0;
 }
 
-/* Called before the consts are torn down: no reaping may run afterwards. */
+/* Called before the consts are torn down: no settling may run afterwards. */
 void xsie_transition_exit(void)
 {
-	cancel_work_sync(&xsie_reap_work);
+	cancel_work_sync(&xsie_settle_work);
 }

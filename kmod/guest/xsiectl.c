@@ -3,15 +3,17 @@
  * xsiectl: drive /dev/xsie from the shell (the guest tests, and people).
  *
  *   xsiectl load FILE             load the spans file (written by `xtune analyze --kernel`)
- *   xsiectl set ID VALUE          set V (refused outside the const's range)
- *   xsiectl store ID VALUE        store V into the value page as xrtd does (no system call; a
- *                                 value out of range is not applied)
+ *   xsiectl set ID VALUE          set V (refused outside the const's range; on an armed const
+ *                                 with several spans a flip: `wait` until it is in effect)
+ *   xsiectl store ID VALUE        store V into the value page (no system call; a value out of
+ *                                 range is not applied; a const with several spans ignores it)
  *   xsiectl arm ID MODE           MODE: immediate | per-thread | global
  *   xsiectl txn MODE ID...        arm several consts in one transaction
  *   xsiectl txn-abort ID...       begin, add, abort: nothing may change
  *   xsiectl disarm ID | unload ID
  *   xsiectl status ID             one line of key=value
- *   xsiectl wait ID MS            wait until armed (exit 1 on timeout)
+ *   xsiectl wait ID MS            wait until armed, no transition or flip pending (exit 1 on
+ *                                 timeout)
  *   xsiectl clock                 CLOCK_MONOTONIC in ns (busybox has no finer clock)
  *
  * Spans file lines:

@@ -1,6 +1,6 @@
-# Transitions: per-thread (a thread switches at its next safe-span entry), global (switch when no
-# thread is inside a safe span: one stop_machine count, then self-converging refcounts), and
-# unloading the module while a global transition waits.
+# Transitions: per-thread refused, global (switch when no thread is inside a safe span: one
+# stop_machine count, then self-converging refcounts), later changes under load in each mode
+# (flips), and unloading the module while a global transition waits.
 . /xsie/lib.sh
 require_consts BLK_MAX_REQUEST_COUNT SHRINK_BATCH MAX_SOFTIRQ_RESTART
 BLK=$(const_id BLK_MAX_REQUEST_COUNT)
@@ -10,16 +10,16 @@ ensure_xsie
 nullb_setup
 testload_setup
 
-# per-thread: plugload enters blk_add_rq_to_plug after the switch, so it sees the new value.
+# per-thread: refused (its kretprobe teardown crashed this kernel under a plug load).
 load_const "$BLK" > /dev/null
-$XSIECTL set "$BLK" 8
-$XSIECTL arm "$BLK" per-thread
-d=$(plug_depth 256)
-st=$($XSIECTL wait "$BLK" 2000)
-check per_thread_complete "$st" [ "$(echo "$st" | field state)" = 3 ]
-check per_thread_effect "flush depth $d with V=8 (per-thread)" [ "$d" = 8 ]
-metric transition_ns_per_thread "$(echo "$st" | field transition_ns)"
-$XSIECTL disarm "$BLK" && $XSIECTL unload "$BLK"
+dmesg -c > /dev/null
+if $XSIECTL arm "$BLK" per-thread > /dev/null 2>&1; then
+	fail per_thread_refused "per-thread mode armed"
+	$XSIECTL disarm "$BLK"
+else
+	check per_thread_refused "$(dmesg | grep 'per-thread' | tail -n 1)" dmesg_has "per-thread transition refused"
+fi
+$XSIECTL unload "$BLK"
 
 # global with nobody inside: complete inside the one stop_machine. handle_softirqs has an
 # out-of-line part (handle_softirqs.cold): the stack scan counts frames there as inside.
@@ -65,6 +65,36 @@ metric transition_ns_global_parked "$(echo "$st" | field transition_ns)"
 b=$(shrink_batch)
 check global_effect "batch $b with V=32 after the global transition" [ "$b" = 32 ]
 $XSIECTL disarm "$SHR"
+
+# Later changes under load, in each mode: BLK_MAX_REQUEST_COUNT has two spans, so each change is
+# a flip made when no thread is inside a safe span; a copy of plugload named bgload keeps the plug
+# path busy meanwhile (its flushes are not counted: plug_depth reads plugload's).
+nspans=$(load_const "$BLK" > /dev/null && $XSIECTL status "$BLK" | field spans)
+$XSIECTL unload "$BLK"
+cp /xsie/bin/plugload /tmp/bgload
+(while :; do /tmp/bgload /dev/nullb0 64 200 > /dev/null; done) &
+LOAD=$!
+for mode in immediate global; do
+	load_const "$BLK" > /dev/null
+	$XSIECTL set "$BLK" 8
+	$XSIECTL arm "$BLK" "$mode" > /dev/null
+	$XSIECTL wait "$BLK" 3000 > /dev/null
+	ok=0 n=0 seen=""
+	for v in 16 64 8 128 32 16 96 8; do
+		n=$((n + 1))
+		$XSIECTL set "$BLK" "$v" || { seen="$seen $v:refused"; continue; }
+		$XSIECTL wait "$BLK" 3000 > /dev/null || { seen="$seen $v:pending"; continue; }
+		d=$(plug_depth $((v * 4)))
+		seen="$seen $v:$d"
+		[ "$d" = "$v" ] && ok=$((ok + 1))
+	done
+	st=$($XSIECTL status "$BLK")
+	check "later_changes_$mode" "$ok of $n later changes in effect under load, $nspans spans (value:depth$seen)" [ "$ok" = "$n" ]
+	metric "flip_ns_$mode" "$(echo "$st" | field transition_ns)"
+	$XSIECTL disarm "$BLK" && $XSIECTL unload "$BLK"
+done
+kill $LOAD
+wait $LOAD 2> /dev/null
 
 # rmmod while a global transition waits: every probe goes, the parked thread finishes normally.
 park_in_shrinker

@@ -10,7 +10,11 @@
  *      kallsyms function bounds and the live instruction bytes;
  *   2. loads the valid range of V (XSIE_IOC_LOAD_RANGE) and writes V with XSIE_IOC_SET, or into
  *      the mmap()ed value page (no system call, takes effect at next hit; a value out of range
- *      is not applied);
+ *      is not applied). A const with several spans takes a later value only through
+ *      XSIE_IOC_SET: a flip that waits until no thread is inside its safe spans (the status
+ *      shows XSIE_TRANSITION meanwhile), so an execution never mixes two values; its handlers
+ *      ignore later stores to the page. A const with one span reads the page once per
+ *      execution, so a store is safe by itself;
  *   3. arms one const, or several in a transaction (BEGIN, ARM..., COMMIT) that switch together,
  *      with a transition mode;
  *   4. disarms (all consts of the transaction together) and finally unloads.
