@@ -96,14 +96,14 @@ def main() -> None:
             "global_one_thread_parked_200ms": round(m["transition_ns_global_parked_200ms"] / 1e6, 2),
         },
         "transition_target_ms": 10,
-        "per_thread": "refused: removing its kretprobes under a plug load crashed the guest kernel",
+        "per_thread": "refused: the guest crashed under a concurrent plug load in runs that used it",
         "later_changes": {
             "const": "BLK_MAX_REQUEST_COUNT (two spans: each change a flip after quiescence)",
             "in_effect": m["flips_in_effect"],
             "of": 10,
             "set_to_effect_ms_mean": round(m["flip_set_to_effect_ns_mean"] / 1e6, 2),
-            "note": "xsiectl set + wait, a second plug load running; includes placing and removing "
-            "the entry/exit probes",
+            "note": "xsiectl set + wait, no other load; includes placing and removing the entry/exit "
+            "probes",
         },
         "per_hit": per_hit,
         "per_hit_note": "armed runs start after the kprobe optimizer has run; under TCG on a shared host "

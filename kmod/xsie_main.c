@@ -103,12 +103,12 @@ static int xsie_arm(const u32 *ids, u32 n, u32 mode)
 		return -EINVAL;
 	if (mode == XSIE_MODE_PER_THREAD) {
 		/*
-		 * Removing the kretprobes of per-thread mode while executions they hooked were
-		 * returning crashed Debian's 6.1 guest under a plug load (a call through address 0
-		 * in blk_mq_submit_bio), also after draining them: refused until that is understood.
+		 * With a concurrent plug load, Debian's 6.1 guest crashed (a call through address 0
+		 * in blk_mq_submit_bio) in runs that armed and disarmed per-thread mode, and once
+		 * in a run that did not use it: refused until the crash is understood.
 		 */
-		pr_warn("per-thread transition refused: its teardown is not safe under load on this "
-			"kernel; use global\n");
+		pr_warn("per-thread transition refused: not shown safe under load on this kernel; "
+			"use global\n");
 		return -EOPNOTSUPP;
 	}
 	for (i = 0; i < n; i++) {

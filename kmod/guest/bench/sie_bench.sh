@@ -1,6 +1,6 @@
 # Benchmarks inside the QEMU guest (TCG: figures are emulated time, labelled so by the host).
 # Prints XSIE-METRIC lines: policy load (spans loaded and checked + probes placed), transition
-# time per mode, later changes (flips) under load, and the cost per critical-span hit, armed at the compiled value (so the kernel
+# time per mode, later changes (flips), and the cost per critical-span hit, armed at the compiled value (so the kernel
 # does the same work) against unarmed, alternating in one run.
 . /xsie/lib.sh
 BLK=$(const_id BLK_MAX_REQUEST_COUNT)
@@ -34,10 +34,7 @@ metric transition_ns_global_parked_200ms "$(echo "$st" | field transition_ns)"
 metric refcount_updates_global_parked "$(echo "$st" | field refcount_updates)"
 $XSIECTL disarm "$SHR" > /dev/null
 
-# Later changes of BLK (two spans: each a flip) with a plug load running: `set` to in effect.
-cp /xsie/bin/plugload /tmp/bgload
-(while :; do /tmp/bgload /dev/nullb0 64 200 > /dev/null; done) &
-LOAD=$!
+# Later changes of BLK (two spans: each a flip): `set` to in effect.
 $XSIECTL set "$BLK" 8
 $XSIECTL arm "$BLK" immediate > /dev/null
 total=0 n=0
@@ -48,8 +45,6 @@ for v in 16 64 8 128 32 16 96 8 48 24; do
 		n=$((n + 1))
 	}
 done
-kill $LOAD
-wait $LOAD 2> /dev/null
 metric flips_in_effect "$n"
 metric flip_set_to_effect_ns_mean $((total / (n > 0 ? n : 1)))
 $XSIECTL set "$BLK" 32
