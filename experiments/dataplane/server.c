@@ -17,9 +17,12 @@
  *
  * serve_batch() runs once per polling round, from the pickup of its first request to the reply:
  * an observer's uprobe on it sees the time a round's first request spends in the server (`xtune
- * demo`). dp_round(active_flows, backlog, oldest_age_us) is called once per round with the flows
- * that have payloads waiting, how many, and how long the oldest of those about to be delivered
- * has waited since the client sent it: a uprobe on it reads the dataplane's load signals.
+ * demo`). dp_round(active_flows, backlog, oldest_age_us, taken) is called once per round with the
+ * flows that have payloads waiting, how many, how long the oldest of those about to be delivered
+ * has waited since the client sent it, and how many requests the round took from the socket: a
+ * uprobe on it reads the dataplane's load signals. Summed over a window, `taken` is the arrival
+ * rate whatever RX_BATCH_SIZE is (until the server falls behind), a load signal a policy can act on
+ * without its own choice feeding back into it.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -28,14 +31,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <time.h>
 
 #define RX_BATCH_SIZE  64
 #define MAX_BATCH      1024 /* the largest RX_BATCH_SIZE the arrays hold */
-#define RX_FILL_NS     4000
-#define ROUND_COST_NS  20000
+#define RX_FILL_NS     100000
+#define ROUND_COST_NS  100000
 #define RX_PKT_COST_NS 1000
 #define PKT_COST_NS    4000
 #define PKT_LEN	       128
@@ -93,9 +97,9 @@ static void reset_slot(int i)
 }
 
 /*
- * Collect one batch: at most RX_BATCH_SIZE requests, waiting at most RX_FILL_NS per slot for the
- * batch to fill, but only when no payload waits in the flow buffers (a polling dataplane with work
- * to do does not wait). The bound is read once per batch (the empty asm keeps the compiler from
+ * Collect one batch: at most RX_BATCH_SIZE requests, sleeping at most RX_FILL_NS per slot from the
+ * first request for the batch to fill (interrupt coalescing: a timer, not a spinning CPU), but only
+ * when no payload waits in the flow buffers (a polling dataplane with work to do does not wait). The bound is read once per batch (the empty asm keeps the compiler from
  * folding it into a second immediate, bound × RX_FILL_NS) and only counted down by what arrived,
  * so a bound retuned live (SIE) reaches a batch whole: recvmmsg's count and the fill deadline
  * come from one value.
@@ -117,9 +121,14 @@ __attribute__((noinline)) static int rx_batch(int fd)
 			room -= got;
 			if (room <= 0)
 				break;
-		} else if (!n || waiting ||
-			   now_ns() - first >= (long long)bound * RX_FILL_NS) {
-			break;
+		} else {
+			/* Coalescing: sleep until the next request or the batch's deadline. */
+			long long left = first + (long long)bound * RX_FILL_NS - now_ns();
+			struct pollfd p = {.fd = fd, .events = POLLIN};
+			struct timespec ts = {left / 1000000000, left % 1000000000};
+
+			if (!n || waiting || left <= 0 || ppoll(&p, 1, &ts, NULL) <= 0)
+				break;
 		}
 	}
 	return n;
@@ -221,9 +230,9 @@ static int oldest_age_us(void)
 }
 
 /* A uprobe target: the load signals of one polling round. Never inlined nor dropped (noipa). */
-__attribute__((noipa)) void dp_round(int active_flows, int backlog, int oldest_age_us)
+__attribute__((noipa)) void dp_round(int active_flows, int backlog, int oldest_age_us, int taken)
 {
-	__asm__ volatile("" : : "r"(active_flows), "r"(backlog), "r"(oldest_age_us));
+	__asm__ volatile("" : : "r"(active_flows), "r"(backlog), "r"(oldest_age_us), "r"(taken));
 }
 
 /*
@@ -241,7 +250,7 @@ __attribute__((noinline)) int serve_batch(int fd)
 			max_batch = (unsigned long long)n;
 		enqueue(n);
 	}
-	dp_round(nactive, waiting, nactive ? oldest_age_us() : 0);
+	dp_round(nactive, waiting, nactive ? oldest_age_us() : 0, n);
 	if (!nactive)
 		return 0;
 	spend(ROUND_COST_NS);

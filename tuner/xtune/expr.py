@@ -14,8 +14,9 @@ before the first change.
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 QUANTILES = ("p50", "p99")
@@ -25,6 +26,7 @@ FUNCTIONS: dict[str, tuple[int, Callable[..., float]]] = {
     "abs": (1, abs),
 }
 COMPARATORS = ("<=", ">=", "<", ">")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*")
 
 _TOKEN = re.compile(
     r"\s*(?:(?P<num>\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)"
@@ -267,3 +269,23 @@ def evaluate(node: Node, values: Mapping[str, float], baseline: float | None = N
     if right == 0:
         return float("inf") if left > 0 else float("-inf") if left < 0 else 0.0
     return left / right
+
+
+def feature_reader(texts: Sequence[str]) -> Callable[[Mapping[str, float]], list[float]]:
+    """A function from a window's signals to a feature vector, one entry per text: a signal name,
+    or an expression over signals (e.g. `f.taken.mean * f.calls`, a per-window sum). An absent
+    signal reads as 0, as it does for a policy; names are looked up directly (the fast path)."""
+    parsed = [(t, None) if _NAME.fullmatch(t) else (t, parse(t)) for t in texts]
+
+    def one(node: Node, values: Mapping[str, float]) -> float:
+        try:
+            x = evaluate(node, values)
+        except MissingSignal:
+            return 0.0
+        return x if math.isfinite(x) else 0.0
+
+    def read(values: Mapping[str, float]) -> list[float]:
+        get = values.get
+        return [get(t, 0.0) if node is None else one(node, values) for t, node in parsed]
+
+    return read

@@ -89,6 +89,7 @@ class FramePump(threading.Thread):
             extra = {
                 "seq": frame.seq,
                 "frame_end_ns": frame.window_end_ns,
+                "decided_ns": time.monotonic_ns(),  # CLOCK_MONOTONIC, as the frame's clock
                 "inputs": inputs,
                 "applied": apply,
             }

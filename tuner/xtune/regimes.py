@@ -129,7 +129,9 @@ def read_landscape(
 
 
 def samples(land: Landscape, features: Sequence[str]) -> tuple[list[list[float]], list[int], list[str]]:
-    """(feature rows, best value per row, regime per row): every window of a regime is one sample."""
+    """(feature rows, best value per row, regime per row): every window of a regime is one sample.
+    A feature is a signal name or an expression over signals (absent signals read as 0)."""
+    read = expr.feature_reader(features)
     rows: list[list[float]] = []
     labels: list[int] = []
     regimes: list[str] = []
@@ -137,7 +139,7 @@ def samples(land: Landscape, features: Sequence[str]) -> tuple[list[list[float]]
         best = land.best(regime)
         for cell in by_value.values():
             for f in cell.frames:
-                rows.append([f.get(n, 0.0) for n in features])
+                rows.append(read(f))
                 labels.append(best)
                 regimes.append(regime)
     return rows, labels, regimes

@@ -326,6 +326,16 @@ class ShmFrameReader(FrameReader):
     def head(self) -> int:
         return self._u64(_RING_HEAD_OFF)
 
+    def skip_to_latest(self) -> int:
+        """Continue from the next frame the producer publishes; the frames not read are dropped
+        (a loop that starts again after a pause acts on the present, not on frames of the past).
+        Returns how many were dropped."""
+        head = self.head
+        dropped = max(0, head + 1 - self._next)
+        self._next = max(self._next, head + 1)
+        self._last_seq = self._next - 1
+        return dropped
+
     @property
     def producer_pid(self) -> int:
         return _U32.unpack_from(self._map, _RING_PID_OFF)[0]

@@ -91,7 +91,7 @@ def evaluate(model: TreeModel, land: Landscape) -> dict[str, object]:
     best value's, both as measured in `land`; a chosen value the sweep did not measure there is
     reported, not guessed.
     """
-    decide = model.compile()
+    decide, read = model.compile(), expr.feature_reader(model.features)
     hits = total = 0
     per_regime: dict[str, dict[str, object]] = {}
     for regime, by_value in land.cells.items():
@@ -99,7 +99,7 @@ def evaluate(model: TreeModel, land: Landscape) -> dict[str, object]:
         votes: dict[int, int] = {}
         for cell in by_value.values():
             for f in cell.frames:
-                choice = model.classes[decide([f.get(n, 0.0) for n in model.features])][0]
+                choice = model.classes[decide(read(f))][0]
                 votes[choice] = votes.get(choice, 0) + 1
                 hits += choice == best
                 total += 1

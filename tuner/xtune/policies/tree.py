@@ -21,12 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from xtune.expr import feature_reader
+
 MODEL_VERSION = 1
 
 
 @dataclass
 class TreeModel:
-    features: list[str]  # signal names, in the order the compiled function reads them
+    features: list[str]  # signal names or expressions over them, in the order the tree reads them
     knobs: list[str]
     classes: list[list[int]]  # class index -> knob values (same order as knobs)
     # Nodes: [feature, threshold, left, right, class]; leaves have feature -1.
@@ -162,7 +164,7 @@ class TreePolicy:
         self.model = model
         self.hold = hold
         self._decide = model.compile()
-        self._features = model.features
+        self._read = feature_reader(model.features)
         self._values = [dict(zip(model.knobs, c, strict=True)) for c in model.classes]
         guard = model.guard
         self._ranges = [(float(lo), float(hi)) for lo, hi in guard["ranges"]] if guard else None
@@ -197,8 +199,7 @@ class TreePolicy:
 
     def decide(self, values: Mapping[str, float]) -> dict[str, int]:
         """Knob values for the signals of one window (absent signals read as 0)."""
-        get = values.get
-        x = [get(f, 0.0) for f in self._features]
+        x = self._read(values)
         self.inputs = x
         chosen = self.choose(x)
         st = self.state
