@@ -23,7 +23,7 @@ from xtune.analysis.build import build_one
 from xtune.analysis.spec import load_spec
 
 SPEC = Path(__file__).parent / "dataplane" / "rx_batch.toml"
-GRID = [4, 8, 16, 32, 64, 128, 256]
+GRID = [1, 2, 4, 8, 16, 32, 64]
 FLOWS = [4, 32, 128]
 RATES = [4000, 20000, 40000]  # requests per second
 PHASE_S = 1.0

@@ -54,6 +54,21 @@ def test_shm_overrun_is_detected_and_counted(start_observer):
         assert reader.stats.lost == after[0].seq - first.seq - 1
 
 
+def test_shm_reader_skips_to_the_present(start_observer):
+    """After a pause, skip_to_latest drops the frames published meanwhile: the next frame read is
+    one the producer publishes after the call, not a frame of the past."""
+    obs = start_observer("--families", "sched", "--window-ms", "1")
+    with ShmFrameReader(obs.shm) as reader:
+        first = reader.poll(5)
+        time.sleep(0.1)
+        dropped = reader.skip_to_latest()
+        head = reader.head
+        nxt = reader.poll(5)
+        assert dropped >= 50
+        assert nxt.seq > head >= first.seq + 50
+        assert reader.stats.lost == 0  # skipped on purpose, not lost to an overrun
+
+
 def test_zmq_subscriber_gets_the_catalog_on_joining(start_observer):
     obs = start_observer("--families", "sched", "--window-ms", "1000")
     time.sleep(0.3)

@@ -76,3 +76,17 @@ def test_bad_expressions(text: str, words: str) -> None:
 def test_bad_slo_lines(text: str) -> None:
     with pytest.raises(expr.ExprError):
         expr.parse_slo(text)
+
+
+def test_feature_reader_reads_names_and_expressions() -> None:
+    read = expr.feature_reader(["f.calls", "f.taken.mean * f.calls", "absent", "a / zero"])
+    window = {"f.calls": 4.0, "f.taken.mean": 2.5, "a": 1.0, "zero": 0.0}
+    # A product is a per-window sum; an absent signal (alone or inside an expression) reads as 0,
+    # and so does a value that is not finite (a division by zero).
+    assert read(window) == [4.0, 10.0, 0.0, 0.0]
+    assert read({}) == [0.0, 0.0, 0.0, 0.0]
+
+
+def test_feature_reader_rejects_a_bad_expression_by_column() -> None:
+    with pytest.raises(expr.ExprError, match="column"):
+        expr.feature_reader(["a $ b"])

@@ -144,3 +144,15 @@ def test_model_file_is_checked(tmp_path: Path) -> None:
         assert "node 0 is malformed" in str(e)
     else:
         raise AssertionError("a malformed tree loaded")
+
+
+def test_tree_features_may_be_expressions() -> None:
+    """A feature that is an expression (arrivals = requests per round × rounds) is evaluated per
+    window; absent signals read as 0, as plain names do."""
+    nodes = [[0, 20.0, 1, 2, 0], [-1, 0.0, -1, -1, 0], [-1, 0.0, -1, -1, 1]]
+    model = TreeModel(["f.taken.mean * f.calls"], ["k"], [[2], [16]], nodes, {}, None)
+    policy = TreePolicy(model)
+    assert policy.decide({"f.taken.mean": 4.0, "f.calls": 3.0}) == {"k": 2}
+    assert policy.decide({"f.taken.mean": 8.0, "f.calls": 4.0}) == {"k": 16}
+    assert policy.inputs == [32.0]
+    assert policy.decide({}) == {"k": 2}

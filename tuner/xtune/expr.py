@@ -27,6 +27,7 @@ FUNCTIONS: dict[str, tuple[int, Callable[..., float]]] = {
 }
 COMPARATORS = ("<=", ">=", "<", ">")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*")
+_EWMA = re.compile(r"ewma\((.+),\s*(-?\d+)\s*\)")
 
 _TOKEN = re.compile(
     r"\s*(?:(?P<num>\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)"
@@ -272,10 +273,22 @@ def evaluate(node: Node, values: Mapping[str, float], baseline: float | None = N
 
 
 def feature_reader(texts: Sequence[str]) -> Callable[[Mapping[str, float]], list[float]]:
-    """A function from a window's signals to a feature vector, one entry per text: a signal name,
-    or an expression over signals (e.g. `f.taken.mean * f.calls`, a per-window sum). An absent
-    signal reads as 0, as it does for a policy; names are looked up directly (the fast path)."""
-    parsed = [(t, None) if _NAME.fullmatch(t) else (t, parse(t)) for t in texts]
+    """A function from one window's signals to a feature vector, one entry per text: a signal name,
+    an expression over signals (e.g. `f.taken.mean * f.calls`, a per-window sum), or
+    `ewma(EXPR, N)`: EXPR smoothed over the windows read so far (exponential moving average with
+    the weight of an N-window mean, 2 / (N + 1)), for a rate too noisy in one short window. An
+    absent signal reads as 0, as it does for a policy. The function keeps the averages: use one per
+    sequence of consecutive windows; its `warmup` is the largest N (0 without ewma), the windows an
+    average needs before it stands for the sequence rather than for its first window."""
+    parts = []
+    for text in texts:
+        m = _EWMA.fullmatch(text.strip())
+        inner = m.group(1) if m else text
+        n = int(m.group(2)) if m else 0
+        if m and n < 1:
+            raise ExprError(f"{text!r}: ewma needs a window count of at least 1")
+        parts.append((inner, None if _NAME.fullmatch(inner) else parse(inner), 2.0 / (n + 1) if m else 0.0))
+    state: list[float | None] = [None] * len(parts)
 
     def one(node: Node, values: Mapping[str, float]) -> float:
         try:
@@ -285,7 +298,15 @@ def feature_reader(texts: Sequence[str]) -> Callable[[Mapping[str, float]], list
         return x if math.isfinite(x) else 0.0
 
     def read(values: Mapping[str, float]) -> list[float]:
-        get = values.get
-        return [get(t, 0.0) if node is None else one(node, values) for t, node in parsed]
+        out = []
+        for i, (name, node, alpha) in enumerate(parts):
+            x = values.get(name, 0.0) if node is None else one(node, values)
+            if alpha:
+                prev = state[i]
+                x = x if prev is None else prev + alpha * (x - prev)
+                state[i] = x
+            out.append(x)
+        return out
 
+    read.warmup = max((int(round(2.0 / a - 1)) for _, _, a in parts if a), default=0)  # type: ignore[attr-defined]
     return read

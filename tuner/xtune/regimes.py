@@ -3,8 +3,9 @@
 A sweep recording (`xtune record` of a landscape sweep) holds, for each load regime, every value of
 one knob applied in turn: a DECISION record with policy "sweep", `values = {knob: V}` and
 `extra = {"regime": NAME}` starts a *cell* (regime, V); the frames after it, less the first
-`settle` ones, are that cell's windows. A cell's outcome is the mean over its windows of the
-objective signal (a latency quantile, lower is better) and of the throughput signal or expression
+`settle` ones, are that cell's windows. A cell's outcome is the mean (or a chosen quantile) over
+its windows of the objective signal (a latency, lower is better) and the mean of the throughput
+signal or expression
 (e.g. `func.dp_round.active_flows.mean * func.dp_round.calls`, payloads delivered per window;
 0 in a window where the signal is absent: nothing was delivered there).
 
@@ -52,6 +53,24 @@ class Cell:
                 xs.append(x)
         return sum(xs) / len(xs) if xs else math.nan
 
+    def quantile(self, signal: str, q: float) -> float:
+        """The q-quantile over the windows of a signal or expression (windows without it skipped):
+        a cell's tail, which a mean hides when a value runs near its capacity and queues now and
+        then."""
+        node = expr.parse(signal)
+        xs = []
+        for f in self.frames:
+            try:
+                x = expr.evaluate(node, f)
+            except (expr.MissingSignal, ZeroDivisionError):
+                continue
+            if math.isfinite(x):
+                xs.append(x)
+        if not xs:
+            return math.nan
+        xs.sort()
+        return xs[min(len(xs) - 1, int(q * len(xs)))]
+
 
 @dataclass
 class Landscape:
@@ -62,11 +81,23 @@ class Landscape:
     throughput: str
     cells: dict[str, dict[int, Cell]]
     min_throughput: float = 0.95
+    objective_quantile: float | None = None  # None: the mean over windows; else that quantile
+    # Values whose objective is within this share of a regime's lowest count as equally good there:
+    # among them the label is the one with the least worst-case regret over all regimes (a sweep's
+    # cells vary between runs, and a label chosen by noise makes the tree follow noise).
+    tolerance: float = 0.0
+    _outcomes: dict[tuple[str, int], tuple[float, float]] = field(default_factory=dict, repr=False)
 
     def outcome(self, regime: str, value: int) -> tuple[float, float]:
-        """(mean objective, mean throughput) of one cell, NaN when it has no window with them."""
-        cell = self.cells[regime][value]
-        return cell.mean(self.objective), cell.mean(self.throughput, missing=0.0)
+        """(objective over the windows, mean throughput) of one cell, NaN when it has no window
+        with them; the objective is the windows' mean, or their `objective_quantile`."""
+        key = (regime, value)
+        if key not in self._outcomes:
+            cell = self.cells[regime][value]
+            q = self.objective_quantile
+            obj = cell.mean(self.objective) if q is None else cell.quantile(self.objective, q)
+            self._outcomes[key] = (obj, cell.mean(self.throughput, missing=0.0))
+        return self._outcomes[key]
 
     def eligible(self, regime: str) -> dict[int, float]:
         """Objective by value, for the values within the regime's throughput bound."""
@@ -77,17 +108,37 @@ class Landscape:
         top = max(t for _, t in rows.values())
         return {v: o for v, (o, t) in rows.items() if t >= self.min_throughput * top}
 
+    def lowest(self, regime: str) -> float:
+        """The lowest objective among the values within the regime's throughput bound."""
+        return min(self.eligible(regime).values())
+
     def best(self, regime: str) -> int:
-        """The regime's label: lowest objective among values within the throughput bound."""
+        """The regime's label: lowest objective among values within the throughput bound; with a
+        tolerance, the least worst-case regret among the values within it of the lowest."""
         eligible = self.eligible(regime)
-        return min(eligible, key=lambda v: (eligible[v], v))
+        low = self.lowest(regime)
+        if self.tolerance <= 0:
+            return min(eligible, key=lambda v: (eligible[v], v))
+        near = [v for v, o in eligible.items() if o <= low * (1 + self.tolerance)]
+        return min(near, key=lambda v: (self.worst_regret(v), eligible[v], v))
 
     def regret(self, regime: str, value: int) -> float | None:
-        """Objective of `value` over that of the regime's best (1.0 = best); None if not measured."""
+        """Objective of `value` over the regime's lowest (1.0 = best); None if not measured."""
         if value not in self.cells[regime]:
             return None
-        chosen, best = self.outcome(regime, value)[0], self.outcome(regime, self.best(regime))[0]
+        chosen, best = self.outcome(regime, value)[0], self.lowest(regime)
         return chosen / best if best > 0 and math.isfinite(chosen) else None
+
+    def worst_regret(self, value: int) -> float:
+        """The value's largest regret over the regimes; infinite where it is outside a regime's
+        throughput bound or not measured."""
+        worst = 1.0
+        for regime in self.cells:
+            r = self.regret(regime, value) if value in self.eligible(regime) else None
+            if r is None:
+                return math.inf
+            worst = max(worst, r)
+        return worst
 
 
 def read_landscape(
@@ -97,6 +148,8 @@ def read_landscape(
     throughput: str,
     settle: int = 2,
     min_throughput: float = 0.95,
+    objective_quantile: float | None = None,
+    tolerance: float = 0.0,
 ) -> Landscape:
     """The cells of sweep recordings; a frame before any sweep decision belongs to no cell."""
     cells: dict[str, dict[int, Cell]] = {}
@@ -125,21 +178,36 @@ def read_landscape(
                 cell.frames.append({k: v for k, v in frame.values.items() if k not in frame.empty})
     if not cells:
         raise ValueError(f"no sweep decisions about {knob!r} in {[str(p) for p in recordings]}")
-    return Landscape(knob, objective, throughput, cells, min_throughput)
+    if objective_quantile is not None and not 0.0 < objective_quantile < 1.0:
+        raise ValueError(f"objective_quantile must be in (0, 1), not {objective_quantile}")
+    if tolerance < 0:
+        raise ValueError(f"tolerance must be at least 0, not {tolerance}")
+    return Landscape(knob, objective, throughput, cells, min_throughput, objective_quantile, tolerance)
 
 
-def samples(land: Landscape, features: Sequence[str]) -> tuple[list[list[float]], list[int], list[str]]:
+def samples(
+    land: Landscape, features: Sequence[str], eligible_only: bool = False
+) -> tuple[list[list[float]], list[int], list[str]]:
     """(feature rows, best value per row, regime per row): every window of a regime is one sample.
-    A feature is a signal name or an expression over signals (absent signals read as 0)."""
-    read = expr.feature_reader(features)
+    A feature is a signal name, an expression over signals or an `ewma` over a cell's windows
+    (absent signals read as 0). `eligible_only` leaves out the cells of values outside the regime's
+    throughput bound: a server that falls behind shows its own capacity in its signals, not the load,
+    and a policy is never meant to run there."""
     rows: list[list[float]] = []
     labels: list[int] = []
     regimes: list[str] = []
     for regime, by_value in land.cells.items():
         best = land.best(regime)
+        keep = land.eligible(regime) if eligible_only else by_value
         for cell in by_value.values():
-            for f in cell.frames:
-                rows.append(read(f))
+            if cell.value not in keep:
+                continue
+            read = expr.feature_reader(features)  # a cell's windows are one sequence (ewma)
+            for i, f in enumerate(cell.frames):
+                x = read(f)
+                if i < read.warmup:  # type: ignore[attr-defined]
+                    continue  # an average still near the cell's first window
+                rows.append(x)
                 labels.append(best)
                 regimes.append(regime)
     return rows, labels, regimes
@@ -150,11 +218,7 @@ def minimax_fallback(land: Landscape) -> int:
     throughput bound in every regime, the one with the smallest worst-case regret; when no value is,
     the one whose worst throughput share (of each regime's best) is highest."""
     safe = set.intersection(*(set(land.eligible(r)) for r in land.cells))
-    worst: dict[int, float] = {}
-    for v in safe:
-        ratios = [land.regret(r, v) for r in land.cells]
-        if all(x is not None for x in ratios):
-            worst[v] = max(x for x in ratios if x is not None)
+    worst = {v: w for v in safe if math.isfinite(w := land.worst_regret(v))}
     if worst:
         return min(worst, key=lambda v: (worst[v], v))
     common = set.intersection(*(set(c) for c in land.cells.values()))

@@ -91,15 +91,19 @@ def evaluate(model: TreeModel, land: Landscape) -> dict[str, object]:
     best value's, both as measured in `land`; a chosen value the sweep did not measure there is
     reported, not guessed.
     """
-    decide, read = model.compile(), expr.feature_reader(model.features)
+    decide = model.compile()
     hits = total = 0
     per_regime: dict[str, dict[str, object]] = {}
     for regime, by_value in land.cells.items():
         best = land.best(regime)
         votes: dict[int, int] = {}
         for cell in by_value.values():
-            for f in cell.frames:
-                choice = model.classes[decide(read(f))][0]
+            read = expr.feature_reader(model.features)  # a cell's windows are one sequence (ewma)
+            for i, f in enumerate(cell.frames):
+                x = read(f)
+                if i < read.warmup:  # type: ignore[attr-defined]
+                    continue
+                choice = model.classes[decide(x)][0]
                 votes[choice] = votes.get(choice, 0) + 1
                 hits += choice == best
                 total += 1
@@ -143,24 +147,46 @@ def train_regimes(
     max_depth: int = 6,
     settle: int = 2,
     margin: float = 0.1,
+    objective_quantile: float | None = None,
+    min_leaf_share: float = 0.01,
+    tolerance: float = 0.0,
+    neighbours: int = 0,
 ) -> TreeModel:
     """A tree labelled with the measured best value per regime, checked on held-out sweeps.
 
     The card reports held-out accuracy and regret, a gradient-boosted ensemble's held-out accuracy
     beside the tree's (the tree ships: it compiles to straight-line code), and the decision latency.
     The guard's ranges are the training ranges widened by `margin` of their span; its fallback is the
-    value with the smallest worst-case regret over the training regimes.
+    value with the smallest worst-case regret over the training regimes. `objective_quantile`
+    judges a cell by that quantile of its windows' objective instead of their mean (a tail target);
+    `tolerance` makes values within that share of a regime's lowest objective equally good there
+    (Landscape.best). With `neighbours` k > 0 a regime's label is the value whose worst regret over
+    the regime and its k nearest regimes (by their mean features) is least: the policy meets loads
+    between the measured ones, and a value best at one rate but queueing at the next is no label.
     """
     from sklearn.ensemble import GradientBoostingClassifier
     from sklearn.tree import DecisionTreeClassifier
 
-    land = read_landscape(recordings, knob, objective, throughput, settle)
-    test = read_landscape(heldout, knob, objective, throughput, settle) if heldout else None
+    land = read_landscape(recordings, knob, objective, throughput, settle, 0.95, objective_quantile, tolerance)
+    test = (
+        read_landscape(heldout, knob, objective, throughput, settle, 0.95, objective_quantile, tolerance)
+        if heldout
+        else None
+    )
     names = sorted(features) if features else _signal_names(land, {objective, throughput})
-    rows, labels, _ = samples(land, names)
-    values = sorted(set(labels) | {minimax_fallback(land)})
-    y = [values.index(v) for v in labels]
-    tree = DecisionTreeClassifier(max_depth=max_depth, min_samples_leaf=3, random_state=0).fit(rows, y)
+    rows, _, regimes = samples(land, names, eligible_only=True)
+    # Candidates: every regime's best, the fallback, and every value measured in all regimes (a
+    # value that is no regime's best can still be the least regret where regimes look alike).
+    common = set.intersection(*(set(by_value) for by_value in land.cells.values()))
+    values = sorted({land.best(r) for r in land.cells} | {minimax_fallback(land)} | common)
+    near = _neighbours(rows, regimes, neighbours)
+    cost = _robust_costs(land, values, near)
+    label = {r: min(values, key=lambda v: (cost[(r, v)], land.worst_regret(v), v)) for r in land.cells}
+    y = [values.index(label[r]) for r in regimes]
+    # A leaf holds at least min_leaf_share of the windows: with noisy per-window signals a smaller
+    # leaf carves thresholds out of noise, and the live policy flaps across them.
+    leaf = max(3, int(min_leaf_share * len(y)))
+    tree = DecisionTreeClassifier(max_depth=max_depth, min_samples_leaf=leaf, random_state=0).fit(rows, y)
     ranges = []
     for i in range(len(names)):
         lo, hi = min(r[i] for r in rows), max(r[i] for r in rows)
@@ -168,17 +194,23 @@ def train_regimes(
         ranges.append([lo - pad, hi + pad])
     card: dict[str, object] = {
         "trained": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "labels": f"measured best {knob} per regime: min {objective} with {throughput} >= "
-        f"{land.min_throughput:.0%} of the regime's best",
+        "labels": f"measured best {knob} per regime: min "
+        f"{'mean' if objective_quantile is None else f'q{objective_quantile:g}'} over windows of "
+        f"{objective} with {throughput} >= {land.min_throughput:.0%} of the regime's best",
+        "min_samples_leaf": leaf,
         "recordings": [str(p) for p in recordings],
         "heldout_recordings": [str(p) for p in heldout],
         "regimes": {r: land.best(r) for r in land.cells},
+        "labels_robust": label,
+        "neighbours": near,
         "samples": len(y),
         "depth": int(tree.get_depth()),
         "leaves": int(tree.get_n_leaves()),
-        "training_accuracy": float(tree.score(rows, y)),
     }
     model = TreeModel.from_sklearn(tree, names, [knob], [[v] for v in values], card)
+    card["relabelled_leaves"] = _least_regret_leaves(model, tree.apply(rows), regimes, land, values, cost)
+    fit = evaluate(model, land)
+    card["training_accuracy"], card["training_regret_mean"] = fit["accuracy"], fit["regret_mean"]
     model.guard = {"ranges": ranges, "fallback": _class_of(model, minimax_fallback(land))}
     card["fallback"] = minimax_fallback(land)
     if test is not None:
@@ -191,6 +223,73 @@ def train_regimes(
         card["decision_us"] = decision_latency_us(model, trows[:200])
     model.save(out)
     return model
+
+
+def _neighbours(rows: Sequence[Sequence[float]], regimes: Sequence[str], k: int) -> dict[str, list[str]]:
+    """Each regime's k nearest regimes by the distance between their mean feature vectors (each
+    feature scaled by its spread over the regimes' means)."""
+    sums: dict[str, list[float]] = {}
+    counts: dict[str, int] = {}
+    for row, regime in zip(rows, regimes, strict=True):
+        acc = sums.setdefault(regime, [0.0] * len(row))
+        for i, x in enumerate(row):
+            acc[i] += x
+        counts[regime] = counts.get(regime, 0) + 1
+    means = {r: [x / counts[r] for x in acc] for r, acc in sums.items()}
+    width = len(next(iter(means.values()), []))
+    spread = [max(m[i] for m in means.values()) - min(m[i] for m in means.values()) or 1.0 for i in range(width)]
+
+    def dist(a: str, b: str) -> float:
+        return math.sqrt(sum(((means[a][i] - means[b][i]) / spread[i]) ** 2 for i in range(width)))
+
+    return {r: sorted((o for o in means if o != r), key=lambda o: dist(r, o))[:k] for r in means}
+
+
+def _robust_costs(
+    land: Landscape, values: Sequence[int], near: dict[str, list[str]]
+) -> dict[tuple[str, int], float]:
+    """Cost of value v for a window of regime r: the largest regret of v over r and r's neighbours
+    (infinite outside a throughput bound or where not measured); within the landscape's tolerance
+    of the best a regret counts as 1."""
+    own: dict[tuple[str, int], float] = {}
+    for regime in land.cells:
+        eligible = land.eligible(regime)
+        for v in values:
+            r = land.regret(regime, v) if v in eligible else None
+            r = r if r is not None and math.isfinite(r) else math.inf
+            own[(regime, v)] = 1.0 if r <= 1 + land.tolerance else r
+    return {
+        (regime, v): max(own[(o, v)] for o in [regime, *near.get(regime, [])])
+        for regime in land.cells
+        for v in values
+    }
+
+
+def _least_regret_leaves(
+    model: TreeModel,
+    leaf_of: Sequence[int],
+    regimes: Sequence[str],
+    land: Landscape,
+    values: Sequence[int],
+    cost: dict[tuple[str, int], float],
+) -> int:
+    """Give each leaf the value with the least total cost (`_robust_costs`) over the training
+    windows that reach it; returns how many leaves changed. The classifier's majority vote treats
+    every wrong value alike, but a value too small for the heaviest regime in a leaf queues without
+    bound while one a step too large costs a little latency: this is where the tree learns that
+    asymmetry from the measurements."""
+    counts: dict[int, dict[str, int]] = {}
+    for leaf, regime in zip(leaf_of, regimes, strict=True):
+        per = counts.setdefault(int(leaf), {})
+        per[regime] = per.get(regime, 0) + 1
+    changed = 0
+    for leaf, per in counts.items():
+        total = {v: sum(n * cost[(r, v)] for r, n in per.items()) for v in values}
+        best = min(total, key=lambda v: (total[v], land.worst_regret(v), v))
+        if math.isfinite(total[best]) and model.nodes[leaf][4] != values.index(best):
+            model.nodes[leaf][4] = values.index(best)
+            changed += 1
+    return changed
 
 
 def _signal_names(land: Landscape, exclude: set[str]) -> list[str]:
