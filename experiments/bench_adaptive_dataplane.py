@@ -53,7 +53,15 @@ from xtune.train import train_regimes
 
 SPEC = paths.ROOT / "experiments" / "dataplane" / "rx_batch.toml"
 CONST, KNOB = "RX_BATCH_SIZE", "rx_batch_size"
-GRID = [1, 2, 4, 8, 16, 32, 64]  # the landscape's grid; the analysis holds for [1, 512], the engine refuses others
+GRID = [
+    1,
+    2,
+    4,
+    8,
+    16,
+    32,
+    64,
+]  # the landscape's grid; the analysis holds for [1, 512], the engine refuses others
 # Rates from light to 40k req/s, densely: the landscape's best value rises with the rate
 # (dataplane_landscape.json), and a tree interpolates between the rates it saw; a value a step too
 # small for the rate queues without bound, so the thresholds must sit where the measurements say.
@@ -227,7 +235,9 @@ def main() -> None:
             work = Path(tmp)
             plan = work / "rx.plan"
             plan.write_text(eng.plan_text(table, {CONST: 0}, "/dev/shm/xtune.knobs"))
-            gauges = f"{binary}:dp_round:arg0/32=active_flows:arg1/32=backlog:arg2/32=oldest_age_us:arg3/32=taken"
+            gauges = (
+                f"{binary}:dp_round:arg0/32=active_flows:arg1/32=backlog:arg2/32=oldest_age_us:arg3/32=taken"
+            )
             with Services(["func"], funcs=[f"{binary}:serve_batch", gauges], window_ms=1) as svc:
                 slo = load_text(
                     SLO, "bench.yaml", {"PID": str(server.pid), "PLAN": str(plan), "SHM": svc.signals_shm}
@@ -254,9 +264,18 @@ def main() -> None:
     else:
         card = out.get("train_card", {})
         print(json.dumps({k: card.get(k) for k in ("regimes", "fallback", "heldout", "depth")}))
-        keys = ("oracle_values", "goals", "tick_to_effect_us", "tick_to_decision_us", "decision_to_applied_us", "loop")
+        keys = (
+            "oracle_values",
+            "goals",
+            "tick_to_effect_us",
+            "tick_to_decision_us",
+            "decision_to_applied_us",
+            "loop",
+        )
         print(json.dumps({k: out.get(k) for k in keys}))
-        print(json.dumps({c: out.get(c, {}).get("phase_p99_us") for c in ("best_static", "oracle", "adaptive")}))
+        print(
+            json.dumps({c: out.get(c, {}).get("phase_p99_us") for c in ("best_static", "oracle", "adaptive")})
+        )
 
 
 def sweep(actuator, reader, grid, regimes, port, path: Path, seconds: float, seed: int) -> None:

@@ -174,3 +174,57 @@ def test_replay_reproduces_recorded_decisions_and_names_differences(
     const = TreeModel(trained.features, trained.knobs, trained.classes, [[-1, 0.0, -1, -1, 0]], {})
     other = replay_policy(path, const)
     assert not other.identical and "decision" in other.differences[0]
+
+
+# A rate ladder with the asymmetry of batching: a value too small for the rate queues (huge p99),
+# a value larger than needed costs a little. "r20" alone measures 4 as best, by a hair over 8, but
+# 4 queues at the next rate up; with `neighbours` the label must hold there too.
+LADDER = {
+    "r10": (10, {4: (100.0, 1000.0), 8: (120.0, 1000.0), 16: (200.0, 1000.0)}),
+    "r20": (20, {4: (100.0, 1000.0), 8: (104.0, 1000.0), 16: (180.0, 1000.0)}),
+    "r24": (24, {4: (5000.0, 1000.0), 8: (110.0, 1000.0), 16: (150.0, 1000.0)}),
+    "r40": (40, {4: (9000.0, 600.0), 8: (300.0, 1000.0), 16: (140.0, 1000.0)}),
+}
+
+
+def write_ladder(path: Path, windows: int = 40) -> None:
+    rng = random.Random(3)
+    seq = 0
+    with RecordingWriter(path) as rec:
+        rec.append_catalog(Catalog(SIGNALS, 1_000_000))
+        for regime, (arrivals, cells) in LADDER.items():
+            for value, (p99, tput) in cells.items():
+                rec.append_decision(Decision("sweep", {"batch": value}, "sweep", extra={"regime": regime}))
+                for _ in range(windows):
+                    seq += 1
+                    noise = rng.uniform(0.98, 1.02)
+                    items = [(2, 0, arrivals * noise), (3, 0, p99), (4, 0, tput)]
+                    rec.append_frame(encode_frame(seq, seq * 1_000_000, (seq + 1) * 1_000_000, items))
+
+
+def test_tolerance_breaks_near_ties_by_worst_case_regret(tmp_path: Path) -> None:
+    write_ladder(tmp_path / "l.xtrec")
+    args = ([tmp_path / "l.xtrec"], "batch", "func.serve_batch.latency.p99", "func.serve_batch.calls")
+    assert read_landscape(*args).best("r20") == 4  # lowest p99, by 4 %
+    tolerant = read_landscape(*args, tolerance=0.1)
+    # 4 and 8 tie within 10 %; 8's worst regret over all regimes (300/140) is far below 4's (50x).
+    assert tolerant.best("r20") == 8
+    assert tolerant.worst_regret(4) == float("inf")  # outside the throughput bound at r40
+    with pytest.raises(ValueError, match="tolerance"):
+        read_landscape(*args, tolerance=-1)
+
+
+def test_neighbour_robust_labels_and_least_regret_leaves(tmp_path: Path) -> None:
+    write_ladder(tmp_path / "l.xtrec")
+    common = ([tmp_path / "l.xtrec"], [], "batch", "func.serve_batch.latency.p99", "func.serve_batch.calls")
+    plain = train_regimes(*common, tmp_path / "a.json", features=["dp.arrivals"])
+    assert plain.card["labels_robust"]["r20"] == 4
+    robust = train_regimes(*common, tmp_path / "b.json", features=["ewma(dp.arrivals, 4)"], neighbours=1)
+    # r20's nearest regime is r24, where 4 queues: the label is 8; r10 keeps its own best.
+    assert robust.card["neighbours"]["r20"] == ["r24"]
+    assert robust.card["labels_robust"]["r20"] == 8
+    assert robust.card["labels_robust"]["r10"] == 4
+    policy = TreePolicy(robust)
+    for _ in range(10):
+        choice = policy.decide({"dp.arrivals": 21.0})
+    assert choice == {"batch": 8}

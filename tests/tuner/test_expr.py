@@ -90,3 +90,15 @@ def test_feature_reader_reads_names_and_expressions() -> None:
 def test_feature_reader_rejects_a_bad_expression_by_column() -> None:
     with pytest.raises(expr.ExprError, match="column"):
         expr.feature_reader(["a $ b"])
+
+
+def test_feature_reader_ewma_smooths_over_windows() -> None:
+    read = expr.feature_reader(["ewma(f.taken.mean * f.calls, 3)", "f.calls"])
+    assert read.warmup == 3
+    assert read({"f.taken.mean": 2.0, "f.calls": 5.0}) == [10.0, 5.0]  # the first window starts it
+    assert read({"f.taken.mean": 4.0, "f.calls": 5.0}) == [15.0, 5.0]  # weight 2 / (3 + 1) = 0.5
+    assert read({}) == [7.5, 0.0]  # an empty window counts as 0
+    again = expr.feature_reader(["ewma(f.calls, 3)"])
+    assert again({"f.calls": 1.0}) == [1.0]  # each reader keeps its own average
+    with pytest.raises(expr.ExprError, match="at least 1"):
+        expr.feature_reader(["ewma(a, 0)"])

@@ -167,7 +167,9 @@ def train_regimes(
     from sklearn.ensemble import GradientBoostingClassifier
     from sklearn.tree import DecisionTreeClassifier
 
-    land = read_landscape(recordings, knob, objective, throughput, settle, 0.95, objective_quantile, tolerance)
+    land = read_landscape(
+        recordings, knob, objective, throughput, settle, 0.95, objective_quantile, tolerance
+    )
     test = (
         read_landscape(heldout, knob, objective, throughput, settle, 0.95, objective_quantile, tolerance)
         if heldout
@@ -180,8 +182,8 @@ def train_regimes(
     common = set.intersection(*(set(by_value) for by_value in land.cells.values()))
     values = sorted({land.best(r) for r in land.cells} | {minimax_fallback(land)} | common)
     near = _neighbours(rows, regimes, neighbours)
-    cost = _robust_costs(land, values, near)
-    label = {r: min(values, key=lambda v: (cost[(r, v)], land.worst_regret(v), v)) for r in land.cells}
+    cost, raw = _robust_costs(land, values, near)
+    label = {r: min(values, key=lambda v: (cost[(r, v)], raw[(r, v)], v)) for r in land.cells}
     y = [values.index(label[r]) for r in regimes]
     # A leaf holds at least min_leaf_share of the windows: with noisy per-window signals a smaller
     # leaf carves thresholds out of noise, and the live policy flaps across them.
@@ -208,7 +210,9 @@ def train_regimes(
         "leaves": int(tree.get_n_leaves()),
     }
     model = TreeModel.from_sklearn(tree, names, [knob], [[v] for v in values], card)
-    card["relabelled_leaves"] = _least_regret_leaves(model, tree.apply(rows), regimes, land, values, cost)
+    card["relabelled_leaves"] = _least_regret_leaves(
+        model, tree.apply(rows), regimes, land, values, (cost, raw)
+    )
     fit = evaluate(model, land)
     card["training_accuracy"], card["training_regret_mean"] = fit["accuracy"], fit["regret_mean"]
     model.guard = {"ranges": ranges, "fallback": _class_of(model, minimax_fallback(land))}
@@ -237,7 +241,9 @@ def _neighbours(rows: Sequence[Sequence[float]], regimes: Sequence[str], k: int)
         counts[regime] = counts.get(regime, 0) + 1
     means = {r: [x / counts[r] for x in acc] for r, acc in sums.items()}
     width = len(next(iter(means.values()), []))
-    spread = [max(m[i] for m in means.values()) - min(m[i] for m in means.values()) or 1.0 for i in range(width)]
+    spread = [
+        max(m[i] for m in means.values()) - min(m[i] for m in means.values()) or 1.0 for i in range(width)
+    ]
 
     def dist(a: str, b: str) -> float:
         return math.sqrt(sum(((means[a][i] - means[b][i]) / spread[i]) ** 2 for i in range(width)))
@@ -247,22 +253,24 @@ def _neighbours(rows: Sequence[Sequence[float]], regimes: Sequence[str], k: int)
 
 def _robust_costs(
     land: Landscape, values: Sequence[int], near: dict[str, list[str]]
-) -> dict[tuple[str, int], float]:
-    """Cost of value v for a window of regime r: the largest regret of v over r and r's neighbours
-    (infinite outside a throughput bound or where not measured); within the landscape's tolerance
-    of the best a regret counts as 1."""
+) -> tuple[dict[tuple[str, int], float], dict[tuple[str, int], float]]:
+    """(cost, raw) of value v for a window of regime r: the largest regret of v over r and r's
+    neighbours (infinite outside a throughput bound or where not measured). In `cost` a regret
+    within the landscape's tolerance of the best counts as 1 (a tie); `raw` keeps it, to break
+    ties by what was measured nearby rather than by noise."""
     own: dict[tuple[str, int], float] = {}
     for regime in land.cells:
         eligible = land.eligible(regime)
         for v in values:
             r = land.regret(regime, v) if v in eligible else None
-            r = r if r is not None and math.isfinite(r) else math.inf
-            own[(regime, v)] = 1.0 if r <= 1 + land.tolerance else r
-    return {
+            own[(regime, v)] = r if r is not None and math.isfinite(r) else math.inf
+    raw = {
         (regime, v): max(own[(o, v)] for o in [regime, *near.get(regime, [])])
         for regime in land.cells
         for v in values
     }
+    cost = {k: 1.0 if r <= 1 + land.tolerance else r for k, r in raw.items()}
+    return cost, raw
 
 
 def _least_regret_leaves(
@@ -271,7 +279,7 @@ def _least_regret_leaves(
     regimes: Sequence[str],
     land: Landscape,
     values: Sequence[int],
-    cost: dict[tuple[str, int], float],
+    costs: tuple[dict[tuple[str, int], float], dict[tuple[str, int], float]],
 ) -> int:
     """Give each leaf the value with the least total cost (`_robust_costs`) over the training
     windows that reach it; returns how many leaves changed. The classifier's majority vote treats
@@ -282,10 +290,12 @@ def _least_regret_leaves(
     for leaf, regime in zip(leaf_of, regimes, strict=True):
         per = counts.setdefault(int(leaf), {})
         per[regime] = per.get(regime, 0) + 1
+    cost, raw = costs
     changed = 0
     for leaf, per in counts.items():
         total = {v: sum(n * cost[(r, v)] for r, n in per.items()) for v in values}
-        best = min(total, key=lambda v: (total[v], land.worst_regret(v), v))
+        tie = {v: sum(n * raw[(r, v)] for r, n in per.items()) for v in values}
+        best = min(total, key=lambda v: (total[v], tie[v], v))
         if math.isfinite(total[best]) and model.nodes[leaf][4] != values.index(best):
             model.nodes[leaf][4] = values.index(best)
             changed += 1

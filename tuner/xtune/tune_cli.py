@@ -114,7 +114,10 @@ def train(
     knob: Annotated[list[str], typer.Option(help="Knob the tree decides (repeatable).")],
     out: Annotated[Path, typer.Option(help="Model file (JSON) to write.")],
     feature: Annotated[
-        list[str] | None, typer.Option(help="Signal to use (repeatable; default all).")
+        list[str] | None,
+        typer.Option(
+            help="A signal, an expression over signals or ewma(EXPR, N) (repeatable; default: all signals)."
+        ),
     ] = None,
     max_depth: Annotated[int, typer.Option(help="Tree depth limit.")] = 8,
     objective: Annotated[
@@ -127,6 +130,18 @@ def train(
     heldout: Annotated[
         list[Path] | None, typer.Option(help="Sweep recordings kept out of training, for the card.")
     ] = None,
+    objective_quantile: Annotated[
+        float | None,
+        typer.Option(
+            help="Sweep recordings: judge a cell by this quantile of its windows' objective, not the mean."
+        ),
+    ] = None,
+    tolerance: Annotated[
+        float, typer.Option(help="Sweep recordings: values within this share of a regime's best tie there.")
+    ] = 0.0,
+    neighbours: Annotated[
+        int, typer.Option(help="Sweep recordings: a label must also suit this many nearest regimes.")
+    ] = 0,
 ) -> None:
     """Train a decision-tree policy from recordings.
 
@@ -140,7 +155,17 @@ def train(
             if not (objective and throughput) or len(knob) != 1:
                 raise ValueError("sweep training needs --objective, --throughput and exactly one --knob")
             model = train_regimes(
-                recordings, heldout or [], knob[0], objective, throughput, out, feature or None, max_depth
+                recordings,
+                heldout or [],
+                knob[0],
+                objective,
+                throughput,
+                out,
+                feature or None,
+                max_depth,
+                objective_quantile=objective_quantile,
+                tolerance=tolerance,
+                neighbours=neighbours,
             )
         else:
             model = train_tree(recordings, knob, out, feature or None, max_depth)
