@@ -100,6 +100,10 @@ TOLERANCE = 0.3
 # A regime's label must also suit its 2 nearest regimes (by arrival rate): the policy meets the
 # rates between the measured ones, and a value best at 20k req/s that queues at 24k is no label.
 NEIGHBOURS = 2
+# When the server falls behind, the requests a round takes show its capacity, not the arrivals, and
+# can look like a regime whose label is the value in effect: a trap. The guard watches the oldest
+# request's wait: past what the labelled values ever showed in training, the fallback at once.
+WATCH = ["func.dp_round.oldest_age_us.max"]
 HOLD = 3
 INTERVALS_MS = [1, 5, 10, 50]
 SOURCES = [
@@ -311,6 +315,7 @@ def evaluate(
         objective_quantile=OBJECTIVE_QUANTILE,
         tolerance=TOLERANCE,
         neighbours=NEIGHBOURS,
+        watch=WATCH,
     )
     res["train_card"] = model.card
     res["decision_us"] = model.card.get("decision_us")

@@ -228,3 +228,24 @@ def test_neighbour_robust_labels_and_least_regret_leaves(tmp_path: Path) -> None
     for _ in range(10):
         choice = policy.decide({"dp.arrivals": 21.0})
     assert choice == {"batch": 8}
+
+
+def test_watched_signal_outside_its_labelled_range_gives_the_fallback(tmp_path: Path) -> None:
+    """The guard watches a signal the tree does not split on: its range comes from the windows of
+    each regime's labelled value, and outside it the fallback applies at once."""
+    write_ladder(tmp_path / "l.xtrec")
+    common = ([tmp_path / "l.xtrec"], [], "batch", "func.serve_batch.latency.p99", "func.serve_batch.calls")
+    model = train_regimes(
+        *common, tmp_path / "w.json", features=["dp.arrivals"], watch=["func.serve_batch.latency.p99"]
+    )
+    (watched,) = model.guard["watch"]
+    lo, hi = watched["range"]
+    assert lo <= 100.0 and 140.0 <= hi < 300.0  # the labelled values' p99s, not 8's 300 at r40
+    again = TreePolicy(TreeModel.load(tmp_path / "w.json"))
+    fallback = {"batch": model.classes[model.guard["fallback"]][0]}
+    assert again.decide({"dp.arrivals": 10.0, "func.serve_batch.latency.p99": 100.0}) == {"batch": 4}
+    assert again.decide({"dp.arrivals": 10.0, "func.serve_batch.latency.p99": 5000.0}) == fallback
+    assert "outside its range" in again.reason
+    assert again.decide({"dp.arrivals": 10.0}) == {"batch": 4}  # absent: nothing to judge
+    with pytest.raises(ValueError, match="signal name"):
+        train_regimes(*common, tmp_path / "x.json", features=["dp.arrivals"], watch=["a * b"])

@@ -272,6 +272,11 @@ def evaluate(node: Node, values: Mapping[str, float], baseline: float | None = N
     return left / right
 
 
+def is_name(text: str) -> bool:
+    """Whether the text is a plain signal name (not an expression)."""
+    return _NAME.fullmatch(text) is not None
+
+
 def feature_reader(texts: Sequence[str]) -> Callable[[Mapping[str, float]], list[float]]:
     """A function from one window's signals to a feature vector, one entry per text: a signal name,
     an expression over signals (e.g. `f.taken.mean * f.calls`, a per-window sum), or

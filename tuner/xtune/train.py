@@ -151,6 +151,8 @@ def train_regimes(
     min_leaf_share: float = 0.01,
     tolerance: float = 0.0,
     neighbours: int = 0,
+    watch: Sequence[str] = (),
+    watch_quantile: float = 0.999,
 ) -> TreeModel:
     """A tree labelled with the measured best value per regime, checked on held-out sweeps.
 
@@ -163,6 +165,12 @@ def train_regimes(
     (Landscape.best). With `neighbours` k > 0 a regime's label is the value whose worst regret over
     the regime and its k nearest regimes (by their mean features) is least: the policy meets loads
     between the measured ones, and a value best at one rate but queueing at the next is no label.
+    `watch` names signals the guard watches without the tree splitting on them: their range is
+    taken (between the 1 - `watch_quantile` and `watch_quantile` quantiles, widened by `margin`)
+    over the windows of each regime's labelled value, what the policy sees when it does what it
+    should; outside it the policy gives the fallback at once (e.g. a request's wait growing past
+    any measured under the labelled values: the server fell behind, and a load signal counted by
+    the server itself then shows its capacity, not the load).
     """
     from sklearn.ensemble import GradientBoostingClassifier
     from sklearn.tree import DecisionTreeClassifier
@@ -216,6 +224,9 @@ def train_regimes(
     fit = evaluate(model, land)
     card["training_accuracy"], card["training_regret_mean"] = fit["accuracy"], fit["regret_mean"]
     model.guard = {"ranges": ranges, "fallback": _class_of(model, minimax_fallback(land))}
+    if watch:
+        model.guard["watch"] = _watch_ranges(land, label, watch, watch_quantile, margin)
+        card["watch"] = model.guard["watch"]
     card["fallback"] = minimax_fallback(land)
     if test is not None:
         card["heldout"] = evaluate(model, test)
@@ -227,6 +238,29 @@ def train_regimes(
         card["decision_us"] = decision_latency_us(model, trows[:200])
     model.save(out)
     return model
+
+
+def _watch_ranges(
+    land: Landscape, label: dict[str, int], names: Sequence[str], q: float, margin: float
+) -> list[dict[str, object]]:
+    """[{"signal", "range"}] over the windows where each regime ran its label (absent signals skipped)."""
+    out: list[dict[str, object]] = []
+    for name in names:
+        if not expr.is_name(name):
+            raise ValueError(f"watch signal {name!r}: a signal name is needed (absent windows are skipped)")
+        xs = sorted(
+            f[name]
+            for regime, by_value in land.cells.items()
+            if label[regime] in by_value
+            for f in by_value[label[regime]].frames
+            if name in f and math.isfinite(f[name])
+        )
+        if not xs:
+            raise ValueError(f"watch signal {name!r}: not in the windows of any regime's labelled value")
+        lo, hi = xs[int((1 - q) * (len(xs) - 1))], xs[int(q * (len(xs) - 1))]
+        pad = margin * (hi - lo) if hi > lo else margin * max(abs(hi), 1.0)
+        out.append({"signal": name, "range": [lo - pad, hi + pad]})
+    return out
 
 
 def _neighbours(rows: Sequence[Sequence[float]], regimes: Sequence[str], k: int) -> dict[str, list[str]]:

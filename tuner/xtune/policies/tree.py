@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from xtune.expr import feature_reader
+from xtune.expr import feature_reader, is_name
 
 MODEL_VERSION = 1
 
@@ -34,7 +34,8 @@ class TreeModel:
     # Nodes: [feature, threshold, left, right, class]; leaves have feature -1.
     nodes: list[list[float]]
     card: dict[str, Any]
-    # {"ranges": [[lo, hi] per feature], "fallback": class index}; None: no guard.
+    # {"ranges": [[lo, hi] per feature], "fallback": class index, optional "watch": [{"signal",
+    # "range"}] (signals outside the tree, watched for a range)}; None: no guard.
     guard: dict[str, Any] | None = None
 
     @classmethod
@@ -112,6 +113,15 @@ class TreeModel:
                     raise ValueError(f"{where}: guard.ranges for {f} is not a finite lo <= hi: {r}")
             if not (isinstance(fallback, int) and 0 <= fallback < nc):
                 raise ValueError(f"{where}: guard.fallback must be a class index below {nc}: {fallback}")
+            for w in self.guard.get("watch", []):
+                r = w.get("range") if isinstance(w, dict) else None
+                ok = isinstance(w, dict) and isinstance(w.get("signal"), str) and is_name(w["signal"])
+                ok = ok and isinstance(r, list) and len(r) == 2
+                ok = ok and all(isinstance(x, (int, float)) and math.isfinite(x) for x in r) and r[0] <= r[1]
+                if not ok:
+                    raise ValueError(
+                        f"{where}: guard.watch entries need a signal name and a finite [lo, hi]: {w}"
+                    )
 
     def source(self) -> str:
         """Straight-line Python for `decide(x) -> class index`."""
@@ -169,6 +179,9 @@ class TreePolicy:
         guard = model.guard
         self._ranges = [(float(lo), float(hi)) for lo, hi in guard["ranges"]] if guard else None
         self._fallback = int(guard["fallback"]) if guard else -1
+        self._watch = [
+            (w["signal"], float(w["range"][0]), float(w["range"][1])) for w in (guard or {}).get("watch", [])
+        ]
         self.state = state if state is not None else PolicyState()
         self.inputs: list[float] = []  # the feature vector of the last decision
         self.reason = ""
@@ -197,15 +210,28 @@ class TreePolicy:
             self.state.out_of_range = False
         return self._decide(x)
 
+    def _watched(self, values: Mapping[str, float]) -> str:
+        """The reason if a watched signal present in this window is outside its range, else ""."""
+        for name, lo, hi in self._watch:
+            v = values.get(name)
+            if v is not None and not lo <= v <= hi:
+                return f"{name} = {v:g} outside its range [{lo:g}, {hi:g}]: fallback"
+        return ""
+
     def decide(self, values: Mapping[str, float]) -> dict[str, int]:
         """Knob values for the signals of one window (absent signals read as 0)."""
         x = self._read(values)
         self.inputs = x
-        chosen = self.choose(x)
+        watched = self._watched(values) if self._watch else ""
+        if watched:
+            self.state.out_of_range = True
+            chosen = self._fallback
+        else:
+            chosen = self.choose(x)
         st = self.state
         st.windows += 1
         if st.current is None or chosen == st.current or self.hold == 1 or st.out_of_range:
-            self.reason = "out of training range: fallback" if st.out_of_range else "tree"
+            self.reason = (watched or "out of training range: fallback") if st.out_of_range else "tree"
             st.current, st.candidate, st.streak = chosen, None, 0
         elif chosen == st.candidate:
             st.streak += 1
