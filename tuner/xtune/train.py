@@ -167,10 +167,10 @@ def train_regimes(
     between the measured ones, and a value best at one rate but queueing at the next is no label.
     `watch` names signals the guard watches without the tree splitting on them: their range is
     taken (between the 1 - `watch_quantile` and `watch_quantile` quantiles, widened by `margin`)
-    over the windows of each regime's labelled value, what the policy sees when it does what it
-    should; outside it the policy gives the fallback at once (e.g. a request's wait growing past
-    any measured under the labelled values: the server fell behind, and a load signal counted by
-    the server itself then shows its capacity, not the load).
+    over the windows of each regime's labelled value and of the fallback, what the policy sees when
+    it does what it should; outside it the policy gives the fallback at once (e.g. a request's
+    wait growing past any measured there: the server fell behind, and a load signal counted by the
+    server itself then shows its capacity, not the load).
     """
     from sklearn.ensemble import GradientBoostingClassifier
     from sklearn.tree import DecisionTreeClassifier
@@ -225,7 +225,8 @@ def train_regimes(
     card["training_accuracy"], card["training_regret_mean"] = fit["accuracy"], fit["regret_mean"]
     model.guard = {"ranges": ranges, "fallback": _class_of(model, minimax_fallback(land))}
     if watch:
-        model.guard["watch"] = _watch_ranges(land, label, watch, watch_quantile, margin)
+        fallback = minimax_fallback(land)
+        model.guard["watch"] = _watch_ranges(land, label, fallback, watch, watch_quantile, margin)
         card["watch"] = model.guard["watch"]
     card["fallback"] = minimax_fallback(land)
     if test is not None:
@@ -241,9 +242,12 @@ def train_regimes(
 
 
 def _watch_ranges(
-    land: Landscape, label: dict[str, int], names: Sequence[str], q: float, margin: float
+    land: Landscape, label: dict[str, int], fallback: int, names: Sequence[str], q: float, margin: float
 ) -> list[dict[str, object]]:
-    """[{"signal", "range"}] over the windows where each regime ran its label (absent signals skipped)."""
+    """[{"signal", "range"}] over the windows where each regime ran its label or the fallback (absent
+    signals skipped). The fallback's own windows belong in the range: a watched signal that moves
+    with the value (a wait that grows with a batch) would otherwise keep tripping on the fallback
+    it just applied."""
     out: list[dict[str, object]] = []
     for name in names:
         if not expr.is_name(name):
@@ -251,8 +255,9 @@ def _watch_ranges(
         xs = sorted(
             f[name]
             for regime, by_value in land.cells.items()
-            if label[regime] in by_value
-            for f in by_value[label[regime]].frames
+            for value in {label[regime], fallback}
+            if value in by_value
+            for f in by_value[value].frames
             if name in f and math.isfinite(f[name])
         )
         if not xs:
