@@ -142,6 +142,10 @@ def train(
     neighbours: Annotated[
         int, typer.Option(help="Sweep recordings: a label must also suit this many nearest regimes.")
     ] = 0,
+    watch: Annotated[
+        list[str] | None,
+        typer.Option(help="Sweep recordings: a signal the guard watches, outside the tree (repeatable)."),
+    ] = None,
 ) -> None:
     """Train a decision-tree policy from recordings.
 
@@ -166,6 +170,7 @@ def train(
                 objective_quantile=objective_quantile,
                 tolerance=tolerance,
                 neighbours=neighbours,
+                watch=watch or (),
             )
         else:
             model = train_tree(recordings, knob, out, feature or None, max_depth)
