@@ -14,7 +14,7 @@ import pytest
 from xtune.policies.tree import TreeModel, TreePolicy
 from xtune.policy_replay import replay_policy
 from xtune.recording import Decision, RecordingWriter
-from xtune.regimes import minimax_fallback, read_landscape
+from xtune.regimes import minimax_fallback, read_landscape, samples
 from xtune.signals import Catalog, SignalInfo, encode_frame
 from xtune.train import train_regimes
 
@@ -249,3 +249,27 @@ def test_watched_signal_outside_its_labelled_range_gives_the_fallback(tmp_path: 
     assert again.decide({"dp.arrivals": 10.0}) == {"batch": 4}  # absent: nothing to judge
     with pytest.raises(ValueError, match="signal name"):
         train_regimes(*common, tmp_path / "x.json", features=["dp.arrivals"], watch=["a * b"])
+
+
+def test_leaves_take_the_least_regret_value_and_cells_outside_the_bound_do_not_train(tmp_path: Path) -> None:
+    """With one split, r24 and r40 share a leaf. Its majority label is 8 (r24 has more cells within
+    the throughput bound), but 8 costs r40 2.1x while 16 costs r24 1.4x: the leaf gets 16. The
+    cell of 4 at r40 serves 60 % of the best throughput and gives no training windows."""
+    write_ladder(tmp_path / "l.xtrec")
+    common = ([tmp_path / "l.xtrec"], [], "batch", "func.serve_batch.latency.p99", "func.serve_batch.calls")
+    model = train_regimes(*common, tmp_path / "d.json", features=["dp.arrivals"], max_depth=1)
+    assert model.card["relabelled_leaves"] == 1
+    policy = TreePolicy(model)
+    assert [policy.decide({"dp.arrivals": a})["batch"] for a in (10.0, 24.0, 40.0)] == [4, 16, 16]
+    assert model.card["samples"] == 11 * (40 - 2)  # 12 cells less 4 at r40, each less 2 settling windows
+
+
+def test_ewma_features_leave_out_each_cells_warm_up(tmp_path: Path) -> None:
+    write_ladder(tmp_path / "l.xtrec")
+    land = read_landscape(
+        [tmp_path / "l.xtrec"], "batch", "func.serve_batch.latency.p99", "func.serve_batch.calls"
+    )
+    plain, _, _ = samples(land, ["dp.arrivals"])
+    smooth, _, _ = samples(land, ["ewma(dp.arrivals, 4)"])
+    assert len(plain) == 12 * (40 - 2)
+    assert len(smooth) == 12 * (40 - 2 - 4)  # the average's first 4 windows stand for one window
