@@ -23,11 +23,21 @@ VARS = {
     "BUDGET": "5",
     "MODEL": "models/m.json",
     "RECORDING": "r.xtrec",
+    "SERVER_NETNS": "/run/netns/sv",
+    "SERVER_NETNS_NAME": "sv",
+    "CLIENT_NETNS": "cl",
+    "SERVER_ADDR": "10.0.0.2",
+    "SERVE_DIR": "/tmp/serve",
+    "CASES": "experiments/cases",
+    "SECONDS": "2",
+    "REQUESTS": "1000",
 }
 
 # file -> (line, field, words of the message)
 BAD = {
     "backend_unknown.yaml": (4, "knobs.0.backend", "sysctl"),
+    "bench_regex_no_group.yaml": (9, "benchmark.metrics.0", "no named group (?P<value>...)"),
+    "bench_unknown_metric.yaml": (5, "slo.0", "reads ['bench.p99'], not a metric of the benchmark"),
     "expr_operator.yaml": (2, "objective.minimize", "unexpected '*' at column 4"),
     "expr_unclosed.yaml": (3, "objective.minimize", "expected ')'"),
     "log_nonpositive.yaml": (4, "knobs.0", "log-scale range must be positive"),

@@ -23,6 +23,8 @@ class Actuator:
         self.original: dict[str, Any] = {}
         self.current: dict[str, Any] = {}
         self.good: dict[str, Any] = {}
+        self._table: KnobTable | None = None
+        self._slots: dict[str, int] = {}
         try:
             for k in knobs:
                 lo, hi = k.range if k.range else (None, None)
@@ -37,8 +39,6 @@ class Actuator:
         except BaseException:
             self.close(restore=True)
             raise
-        self._table: KnobTable | None = None
-        self._slots: dict[str, int] = {}
 
     def apply(self, values: dict[str, Any], reason: str) -> dict[str, Any]:
         """Apply all values in one transaction; returns what xrtd applied (read back)."""

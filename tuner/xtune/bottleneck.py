@@ -14,9 +14,8 @@ import os
 import subprocess
 from dataclasses import dataclass, field
 
-
-def _run(*args: str) -> None:
-    subprocess.run(args, check=True, capture_output=True, text=True)
+from xtune import netns
+from xtune.netns import run as _run
 
 
 @dataclass
@@ -44,8 +43,8 @@ class Bottleneck:
         return f"10.{self.subnet}.2.1"
 
     @staticmethod
-    def path(netns: str) -> str:
-        return f"/run/netns/{netns}"
+    def path(name: str) -> str:
+        return netns.path(name)
 
     def __enter__(self) -> Bottleneck:
         try:
@@ -90,11 +89,11 @@ class Bottleneck:
             "rate", f"{self.rate_mbit}mbit", "burst", "64kb", "latency", f"{self.queue_ms}ms",
         )  # fmt: skip
 
-    def sysctl(self, netns: str, key: str) -> str:
-        out = subprocess.run(
-            ["ip", "netns", "exec", netns, "sysctl", "-n", key], check=True, capture_output=True, text=True
-        )
-        return out.stdout.strip()
+    def sysctl(self, name: str, key: str) -> str:
+        value = netns.sysctl(name, key)
+        if value is None:
+            raise KeyError(f"no sysctl {key} in namespace {name}")
+        return value
 
     def close(self) -> None:
         while self.created:

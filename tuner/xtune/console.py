@@ -71,6 +71,8 @@ class Progress:
             c.print(
                 f"trial {r.index}: {params} -> objective {_num(r.summary.objective)} (SLO lhs {lhs}) {status}"
             )
+        elif event == "failed":
+            c.print(f"[red]trial {data['index']} failed[/]: {data['reason']}")
         elif event == "rollback":
             c.print(f"[red]rollback[/] after {data['windows']} window(s): {data['reason']}")
         elif event == "warn":

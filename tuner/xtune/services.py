@@ -30,6 +30,8 @@ class Services:
     families: list[str]
     funcs: list[str] = field(default_factory=list)
     window_ms: int = 10
+    observe: bool = True  # False: xrtd alone (a job whose windows come from a benchmark's output)
+    allow: list[str] = field(default_factory=list)  # xrtd --allow BACKEND:GLOB (replaces its defaults)
     tag: str = field(default_factory=lambda: f"xt4-{os.getpid()}-{os.urandom(3).hex()}")
     dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="xtune-svc-")))
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
@@ -76,14 +78,17 @@ class Services:
         (self.dir / "state").mkdir()
         xrtd = self._spawn(
             "xrtd",
-            ["--socket", self.xrtd_socket, "--state-dir", str(self.dir / "state"), "--shm", self.knobs_shm],
+            ["--socket", self.xrtd_socket, "--state-dir", str(self.dir / "state"), "--shm", self.knobs_shm]
+            + [arg for rule in self.allow for arg in ("--allow", rule)],
         )
+        self._wait_for(Path(self.xrtd_socket), xrtd, "xrtd")
+        if not self.observe:
+            return
         args = ["--families", ",".join(self.families), "--window-ms", str(self.window_ms)]
         args += ["--shm", self.signals_shm, "--zmq", f"tcp://127.0.0.1:{free_port()}"]
         for f in self.funcs:
             args += ["--func", f]
         xobserve = self._spawn("xobserve", args)
-        self._wait_for(Path(self.xrtd_socket), xrtd, "xrtd")
         self._wait_for(Path("/dev/shm") / self.signals_shm, xobserve, "xobserve")
 
     def log(self, name: str) -> str:

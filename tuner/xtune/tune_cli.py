@@ -56,12 +56,21 @@ def run(
     host, _, port = metrics_addr.rpartition(":")
     metrics.serve(host or "127.0.0.1", int(port))
     actuator = Actuator(xrtd_socket or slo.xrtd_socket or paths.XRTD_SOCKET, slo.knobs)
-    reader = ZmqFrameReader(slo.signals.zmq) if slo.signals.zmq else ShmFrameReader(slo.signals.shm)
     workload = Workload(slo.workload) if slo.workload else None
-    runner = Runner(slo, actuator, reader, store, metrics, workload, Progress(console))
+    if slo.benchmark is not None:  # windows are benchmark runs, not observer frames
+        from xtune.bench_loop import BenchRunner, NoFrames, SkipFailed
+
+        reader = NoFrames()
+        runner = BenchRunner(slo, actuator, reader, store, metrics, workload, Progress(console))
+    else:
+        reader = ZmqFrameReader(slo.signals.zmq) if slo.signals.zmq else ShmFrameReader(slo.signals.shm)
+        runner = Runner(slo, actuator, reader, store, metrics, workload, Progress(console))
     try:
         warm = store.trials(name=slo.name)
-        result = runner.run(lambda bounds: make_policy(slo, bounds, warm))
+        if slo.benchmark is not None:
+            result = runner.run(lambda bounds: SkipFailed(make_policy(slo, bounds, warm)))
+        else:
+            result = runner.run(lambda bounds: make_policy(slo, bounds, warm))
     finally:
         runner.close()
         reader.close()

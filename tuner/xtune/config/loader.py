@@ -91,7 +91,7 @@ def load_text(text: str, source: str = "<string>", variables: dict[str, str] | N
             ]
         )
     try:
-        return SloFile.model_validate(doc)
+        slo = SloFile.model_validate(doc)
     except ValidationError as e:
         problems = []
         for err in e.errors():
@@ -100,6 +100,12 @@ def load_text(text: str, source: str = "<string>", variables: dict[str, str] | N
             msg = err["msg"].removeprefix("Value error, ")
             problems.append(f"{source}:{_line(lines, loc)}: {field}: {msg}")
         raise ConfigError(problems) from e
+    unknown = slo.unknown_reads()
+    if unknown:
+        raise ConfigError(
+            [f"{source}:{_line(lines, loc)}: {'.'.join(map(str, loc))}: {msg}" for loc, msg in unknown]
+        )
+    return slo
 
 
 def load(path: str | os.PathLike[str], variables: dict[str, str] | None = None) -> SloFile:

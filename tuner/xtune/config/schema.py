@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
@@ -160,6 +161,51 @@ class Workload(Strict):
     restart_on_change: bool = False
 
 
+class BenchMetric(Strict):
+    """A figure parsed from one benchmark run's output, read in expressions as `bench.<name>`.
+
+    `regex`: a Python pattern with a named group `value` (searched in stdout, then stderr);
+    `json`: a dotted path into stdout parsed as JSON, or into its last line that is a JSON object
+    (numbers index lists). `scale` multiplies.
+    """
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]{0,47}$")
+    regex: str | None = None
+    json_path: str | None = Field(default=None, alias="json", pattern=r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
+    scale: float = 1.0
+
+    @model_validator(mode="after")
+    def _one(self) -> BenchMetric:
+        if (self.regex is None) == (self.json_path is None):
+            raise ValueError("give exactly one of 'regex' or 'json'")
+        if self.regex is not None:
+            try:
+                pattern = re.compile(self.regex)
+            except re.error as e:
+                raise ValueError(f"regex {self.regex!r} does not compile: {e}") from None
+            if "value" not in pattern.groupindex:
+                raise ValueError(f"regex {self.regex!r} has no named group (?P<value>...)")
+        return self
+
+
+class Benchmark(Strict):
+    """A command run once per measurement window (its output is the window): a load generator
+    whose own figures (requests/s, latency percentiles) the objective and SLO lines read."""
+
+    command: list[str] = Field(min_length=1)
+    netns: str | None = None
+    timeout_s: float = Field(default=120.0, gt=0)
+    metrics: list[BenchMetric] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique(self) -> Benchmark:
+        names = [m.name for m in self.metrics]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"metric names must be unique: {dup} repeated")
+        return self
+
+
 class Record(Strict):
     path: str
 
@@ -178,6 +224,7 @@ class SloFile(Strict):
     policy: Policy = Field(default_factory=Policy)
     guard: Guard = Field(default_factory=Guard)
     workload: Workload | None = None
+    benchmark: Benchmark | None = None
     record: Record | None = None
     signals: Signals = Field(default_factory=Signals)
     xrtd_socket: str | None = None
@@ -193,6 +240,28 @@ class SloFile(Strict):
                 raise ValueError(f"policy.profile names unknown knob {key!r} (knobs: {names})")
             del value
         return self
+
+    def unknown_reads(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """(field path, problem) for each expression that reads what a benchmark file lacks: with
+        a benchmark, each window is one run and expressions read only its metrics."""
+        if self.benchmark is None:
+            return []
+        known = {f"bench.{m.name}" for m in self.benchmark.metrics}
+        field = "minimize" if self.objective.minimize is not None else "maximize"
+        reads: list[tuple[tuple[str | int, ...], str, set[str]]] = [
+            (
+                ("objective", field),
+                self.objective.expression,
+                expr.signals(expr.parse(self.objective.expression)),
+            )
+        ]
+        for i, c in enumerate(self.comparisons()):
+            reads.append((("slo", i), c.text, expr.signals(c.left) | expr.signals(c.right)))
+        return [
+            (loc, f"{text!r} reads {sorted(names - known)}, not a metric of the benchmark ({sorted(known)})")
+            for loc, text, names in reads
+            if names - known
+        ]
 
     def knob(self, name: str) -> Knob:
         return next(k for k in self.knobs if k.name == name)

@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""Case studies on real servers: xtune's BO against Linux defaults, the sysctl paper's profile and
+TuneD's profiles, measured in one interleaved run per workload (experiments/cases/).
+
+    python experiments/bench_cases.py            # 5 repetitions, BO budget 8, 4 s wrk runs
+    python experiments/bench_cases.py --quick    # 2 repetitions, budget 3, 1 s runs (a smoke check)
+
+Writes experiments/results/case_studies.json (with provenance); the README table comes from it
+through experiments/figures.toml (`scripts/check-figures --write`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from cases import kv, web  # noqa: E402
+from cases.run import run_case  # noqa: E402
+from resultfile import write_result  # noqa: E402
+
+CASES = {"web": web.CASE, "kv": kv.CASE}
+SOURCES = [
+    "experiments/bench_cases.py",
+    "experiments/cases",
+    "experiments/slo/case-web-bo.yaml",
+    "experiments/slo/case-kv-bo.yaml",
+    "experiments/slo/paper-web-static.yaml",
+    "experiments/slo/paper-database-static.yaml",
+    "tuner/xtune/benchmark.py",
+    "tuner/xtune/bench_loop.py",
+    "tuner/xtune/netns.py",
+    "runtime/xrtd",
+]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="2 repetitions, budget 3, short runs")
+    ap.add_argument("--reps", type=int, default=0, help="repetitions (default 5, --quick 2)")
+    ap.add_argument("--budget", type=int, default=0, help="BO trials (default 8, --quick 3)")
+    ap.add_argument("--case", action="append", choices=sorted(CASES), help="only these cases (repeatable)")
+    args = ap.parse_args()
+    reps = args.reps or (2 if args.quick else 5)
+    budget = args.budget or (3 if args.quick else 8)
+    started = time.time()
+    out = {"reps": reps, "budget": budget, "quick": args.quick, "cases": {}}
+    for name in args.case or sorted(CASES):
+        out["cases"][name] = run_case(CASES[name], reps, budget, args.quick)
+    out["seconds"] = round(time.time() - started, 1)
+    bad = [n for n, c in out["cases"].items() if not (c["host_restored"] and c["server_netns_restored"])]
+    path = write_result("case_studies", out, SOURCES)
+    print(f"{path} ({out['seconds']} s)")
+    if bad:
+        print(f"host values not restored after: {bad}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,89 @@
+"""Contenders as sysctl values: where each applies, and which of them this kernel cannot take.
+
+A setting is one sysctl field (`net.ipv4.tcp_rmem[2]`) and an integer. net.* keys apply in the
+server's namespace when the kernel keeps them per namespace, else host-wide; other keys host-wide.
+A key the kernel does not have, a value count that does not match the key's, or a host value the
+knob table's int64 cannot hold makes the setting not applicable, listed with the reason.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from xtune import netns
+from xtune.config import load
+
+INT64_MAX = 2**63 - 1
+
+
+@dataclass
+class Contender:
+    name: str
+    source: str
+    settings: dict[str, int] = field(default_factory=dict)  # field target -> value
+    not_applicable: list[dict[str, object]] = field(default_factory=list)
+    notes: str = ""
+
+
+@dataclass(frozen=True)
+class Scope:
+    netns: str | None  # a namespace name, None for the host
+    fields: list[int]  # the key's current values (its defaults)
+
+
+def key_of(target: str) -> tuple[str, int | None]:
+    m = re.fullmatch(r"(.+)\[(\d+)\]", target)
+    return (m.group(1), int(m.group(2))) if m else (target, None)
+
+
+def scope(key: str, server_netns: str) -> Scope | None:
+    """Where `key` lives for the server and its values there, or None when this kernel lacks it."""
+    places = ([server_netns] if key.startswith("net.") else []) + [None]
+    for ns in places:
+        text = netns.sysctl(ns, key)
+        if text is not None:
+            try:
+                return Scope(ns, [int(x) for x in text.split()])
+            except ValueError:
+                return None
+    return None
+
+
+def add(contender: Contender, key: str, values: list[int], server_netns: str) -> None:
+    """The settings of `key` = `values`, or the reason they do not apply here."""
+    where = scope(key, server_netns)
+    reason = None
+    if where is None:
+        reason = "this kernel has no such sysctl"
+    elif len(where.fields) != len(values):
+        reason = f"the kernel's key has {len(where.fields)} fields, the profile gives {len(values)}"
+    elif any(not 0 <= v <= INT64_MAX for v in where.fields):
+        reason = "the host's value does not fit the knob table's int64"
+    if reason is not None:
+        contender.not_applicable.append({"key": key, "value": " ".join(map(str, values)), "reason": reason})
+        return
+    if len(values) == 1:
+        contender.settings[key] = values[0]
+    else:
+        contender.settings.update({f"{key}[{i}]": v for i, v in enumerate(values)})
+
+
+def from_slo_file(path: Path, server_netns: str, variables: dict[str, str]) -> Contender:
+    """A static SLO file's profile (the paper's tables) as a contender."""
+    slo = load(path, variables)
+    assert slo.policy.profile is not None
+    by_key: dict[str, dict[int | None, int]] = {}
+    for knob in slo.knobs:
+        key, index = key_of(knob.target)
+        by_key.setdefault(key, {})[index] = int(slo.policy.profile[knob.name])
+    contender = Contender(slo.name, str(path))
+    for key, fields in by_key.items():
+        add(
+            contender,
+            key,
+            [fields[i] for i in sorted(fields, key=lambda i: -1 if i is None else i)],
+            server_netns,
+        )
+    return contender

@@ -1,0 +1,149 @@
+"""One case study end to end: namespaces, xrtd, xtune's BO, then every contender in one interleaved run.
+
+Order: the namespaces and a private xrtd start; the host's values of every key any contender
+touches are read (the defaults contender, and the before/after check); `xtune run` tunes the
+case's BO SLO file (its own server instance as workload, restored on exit); its best values join
+the paper's profile, the TuneD profiles and the defaults in the interleaved measurement; xrtd
+restores everything; the host's values are read again and compared.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from xtune.actuator import Actuator
+from xtune.config import load
+from xtune.netns import VethPair, sysctl
+from xtune.services import Services, free_port
+from xtune.store import Store
+
+from cases import tuned
+from cases.case import TUNED_PROFILES, Case
+from cases.interleave import defaults_of, drop, interleave, knobs_for, probe, refused
+from cases.profiles import Contender, from_slo_file, key_of
+from cases.servers import SERVERS
+from cases.stats import mean_ci95
+
+
+def tune_bo(
+    case: Case, variables: dict[str, str], xrtd_socket: str, work: Path, log: Callable[[str], None]
+) -> dict:
+    """`xtune run` on the case's BO file; the best values it measured again (None if none held)."""
+    db = f"sqlite:///{work / 'trials.db'}"
+    cmd = [str(Path(sys.executable).with_name("xtune")), "run", str(case.bo_file), "--db", db]
+    cmd += ["--xrtd-socket", xrtd_socket, "--metrics-addr", f"127.0.0.1:{free_port()}"]
+    for k, v in variables.items():
+        cmd += ["--var", f"{k}={v}"]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    (work / "bo.log").write_text(out.stdout + out.stderr)
+    if out.returncode != 0:
+        raise RuntimeError(f"xtune run {case.bo_file.name} exited {out.returncode}: {out.stderr[-800:]}")
+    store = Store(db)
+    exp = store.experiments(load(case.bo_file, variables).name)[-1]
+    trials = store.trials(exp.id)
+    log(f"  xtune BO: {len(trials)} trials, result {exp.result}")
+    return {"result": exp.result, "trials": len(trials), "failed": sum(t.status == "failed" for t in trials)}
+
+
+def host_values(keys: list[str]) -> dict[str, str | None]:
+    return {k: sysctl(None, k) for k in sorted(keys)}
+
+
+def run_case(
+    case: Case,
+    reps: int,
+    budget: int,
+    quick: bool,
+    log: Callable[[str], None] = print,
+    only: set[str] | None = None,
+) -> dict:
+    """The case's JSON block; `only`: just these contenders (names as in the JSON; a smoke test)."""
+    work = Path(tempfile.mkdtemp(prefix=f"xtune-case-{case.name}-"))
+    stack = contextlib.ExitStack()
+    try:
+        with VethPair() as pair:
+            variables = {**case.variables(pair, work / "serve", quick), "BUDGET": str(budget)}
+            bo_slo = load(case.bo_file, variables)
+            contenders = [
+                Contender("defaults", "the host's values at start (a fresh namespace: the kernel's)")
+            ]
+            contenders.append(from_slo_file(case.paper_file, pair.server, variables))
+            contenders += [tuned.contender(p, pair.server) for p in TUNED_PROFILES]
+            contenders = [c for c in contenders if only is None or c.name in only]
+            with_bo = only is None or "xtune-bo" in only
+            bo_targets = {k.name: k.target for k in bo_slo.knobs}
+            targets = sorted({t for c in contenders for t in c.settings} | set(bo_targets.values()))
+            keys = sorted({key_of(t)[0] for t in targets})
+            before = host_values(keys)
+            defaults = defaults_of(targets, pair.server)
+            # xrtd's allow-list names exactly what the contenders set (net.* is its default).
+            allow = ["sysctl:net.*"] + [f"sysctl:{k}*" for k in keys if not k.startswith("net.")]
+            svc = stack.enter_context(Services(families=[], observe=False, allow=allow))
+            bo, best = {"trials": 0, "result": None}, None
+            if with_bo:
+                log(f"{case.name}: xtune BO, budget {budget}")
+                bo = tune_bo(case, variables, svc.xrtd_socket, work, log)
+                best = (bo["result"] or {}).get("best")
+            xtune = Contender(
+                "xtune-bo", f"{case.bo_file.name}: best of {bo['trials']} trials, measured again"
+            )
+            if best:
+                xtune.settings = {bo_targets[n]: int(v) for n, v in best.items()}
+                contenders.append(xtune)
+            after_bo = defaults_of(targets, pair.server)
+            knobs = knobs_for(targets, pair.server)
+            no = refused(svc.xrtd_socket, knobs)
+            drop(contenders, no)
+            knobs = {t: k for t, k in knobs.items() if t not in no}
+            server = SERVERS[case.server](case.server, pair.server, case.port, work / "server")
+            (work / "server").mkdir()
+            actuator = Actuator(svc.xrtd_socket, list(knobs.values()))
+            try:
+                for c in contenders:
+                    probe(actuator, knobs, defaults, c)
+                log(f"{case.name}: {len(contenders)} contenders x {reps} repetitions, interleaved")
+                assert bo_slo.benchmark is not None
+                runs = interleave(
+                    actuator, knobs, defaults, contenders, server, bo_slo.benchmark,
+                    bo_slo.objective.expression, reps, log,
+                )  # fmt: skip
+            finally:
+                server.stop()
+                actuator.close(restore=True)
+            restored_ns = defaults_of(targets, pair.server) == defaults
+            stack.close()  # xrtd stops (restoring anything it still holds) before the check
+        after = host_values(keys)
+    finally:
+        stack.close()
+        shutil.rmtree(work, ignore_errors=True)
+    return {
+        "objective": bo_slo.objective.expression,
+        "p99_metric": case.p99,
+        "benchmark": bo_slo.benchmark.command,
+        "bo": {**bo, "restored_after_bo": after_bo == defaults},
+        "contenders": {c.name: summary(c, runs[c.name], case.p99) for c in contenders},
+        "missing_contenders": [] if best or not with_bo else ["xtune-bo: no trial met the SLO"],
+        "host_restored": before == after,
+        "server_netns_restored": restored_ns,
+        "host_values_before": before,
+    }
+
+
+def summary(c: Contender, runs: list[dict], p99: str) -> dict:
+    ok = [r for r in runs if "objective" in r]
+    return {
+        "source": c.source,
+        "notes": c.notes,
+        "values": c.settings,
+        "not_applicable": c.not_applicable,
+        "objective": mean_ci95([r["objective"] for r in ok]),
+        "p99_ms": mean_ci95([r["metrics"][p99] for r in ok]),
+        "failed_runs": len(runs) - len(ok),
+        "runs": [r.get("objective") for r in runs],
+    }

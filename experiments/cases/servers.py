@@ -1,0 +1,99 @@
+"""The case servers, Debian's packages with their stock configuration, each in a namespace.
+
+Only what running a second instance beside the system's needs is overridden: the pid file, the
+log destinations and, for redis, the address it listens on (stock: loopback only, and the client
+is in another namespace) and RDB snapshots (off, so no run measures a background save).
+nginx's access log is off: a million log lines per run would measure the disk.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+NGINX_CONF = Path("/etc/nginx/nginx.conf")
+REDIS_CONF = Path("/etc/redis/redis.conf")
+
+
+def wait_port(netns: str, port: int, proc: subprocess.Popen[bytes], what: str, timeout: float = 10.0) -> None:
+    """Until something listens on `port` in `netns` (ss), or raise with the server's state."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with {proc.returncode}")
+        out = subprocess.run(
+            ["ip", "netns", "exec", netns, "ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True
+        )
+        if out.stdout.strip():
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"{what} does not listen on port {port} after {timeout:g} s")
+
+
+@dataclass
+class Server:
+    """A server process in `netns`; `command(dir)` builds its command line in a private dir."""
+
+    name: str
+    netns: str
+    port: int
+    dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="xtune-case-")))
+    proc: subprocess.Popen[bytes] | None = None
+
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    def start(self) -> None:
+        log = open(self.dir / "server.log", "wb")  # noqa: SIM115 - owned by the child
+        self.proc = subprocess.Popen(
+            ["ip", "netns", "exec", self.netns, *self.command()],
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+        )
+        log.close()
+        try:
+            wait_port(self.netns, self.port, self.proc, self.name)
+        except RuntimeError as e:
+            self.stop()
+            raise RuntimeError(
+                f"{e}: {(self.dir / 'server.log').read_text(errors='replace')[-500:]}"
+            ) from None
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+
+class Nginx(Server):
+    def command(self) -> list[str]:
+        text = NGINX_CONF.read_text()
+        text = re.sub(r"^\s*pid\s+[^;]+;", f"pid {self.dir}/nginx.pid;", text, flags=re.M)
+        text = re.sub(r"^(\s*)access_log\s+[^;]+;", r"\1access_log off;", text, flags=re.M)
+        text = re.sub(r"^(\s*)error_log\s+[^;]+;", rf"\1error_log {self.dir}/error.log;", text, flags=re.M)
+        conf = self.dir / "nginx.conf"
+        conf.write_text(text)
+        # Relative includes (sites-enabled/*, mime.types) resolve against /etc/nginx, as stock.
+        return ["nginx", "-p", "/etc/nginx", "-c", str(conf), "-g", "daemon off;"]
+
+
+class Redis(Server):
+    def command(self) -> list[str]:
+        return [
+            "redis-server", str(REDIS_CONF), "--daemonize", "no", "--supervised", "no",
+            "--bind", "0.0.0.0", "--protected-mode", "no", "--port", str(self.port),
+            "--pidfile", str(self.dir / "redis.pid"), "--logfile", "", "--save", "", "--dir", str(self.dir),
+        ]  # fmt: skip
+
+
+SERVERS: dict[str, type[Server]] = {"nginx": Nginx, "redis": Redis}

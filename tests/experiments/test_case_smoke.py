@@ -1,0 +1,33 @@
+"""The web case for a few seconds: real nginx and wrk in namespaces, two contenders applied through
+xrtd (defaults, TuneD's network-throughput), and the host's sysctls equal before and after."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+
+import pytest
+from xtune import paths
+
+sys.path.insert(0, str(paths.ROOT / "experiments"))
+
+from cases import web  # noqa: E402
+from cases.run import host_values, run_case  # noqa: E402
+
+
+@pytest.mark.timeout(120)
+def test_web_case_two_contenders_restores_the_host() -> None:
+    for tool in ("nginx", "wrk"):
+        assert shutil.which(tool), f"{tool} is missing: `make setup` installs scripts/apt-packages.txt"
+    keys = ["net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "vm.dirty_ratio", "vm.swappiness", "net.core.somaxconn"]
+    before = host_values(keys)
+    out = run_case(web.CASE, reps=1, budget=1, quick=True, log=lambda _m: None,
+                   only={"defaults", "tuned-network-throughput"})  # fmt: skip
+    assert set(out["contenders"]) == {"defaults", "tuned-network-throughput"}
+    tuned = out["contenders"]["tuned-network-throughput"]
+    assert tuned["values"]["net.ipv4.tcp_rmem[2]"] == 16777216
+    assert any(n["reason"].startswith("plugin [cpu]") for n in tuned["not_applicable"])
+    for c in out["contenders"].values():
+        assert c["failed_runs"] == 0 and c["objective"]["mean"] > 0
+    assert out["host_restored"] and out["server_netns_restored"]
+    assert host_values(keys) == before
