@@ -131,6 +131,25 @@ def test_torn_tail_is_cut_before_appending(tmp_path):
     assert records[1].offset == good
 
 
+def test_live_frames_carry_their_catalog_once_per_change(tmp_path):
+    path = tmp_path / "live.xtrec"
+    first, same, other = Catalog([], 1_000_000), Catalog([], 1_000_000), Catalog([], 5_000_000)
+    with RecordingWriter(path) as w:
+        w.append_frame_of(b"f1", first)
+        w.append_frame_of(b"f2", first)
+        w.append_frame_of(b"f3", same)  # a new object, the same catalog: not written again
+        w.append_frame_of(b"f4", other)  # a restarted producer with another window
+    kinds = [(r.type, r.payload) for r in RecordingReader(path).records()]
+    assert kinds == [
+        (RecordType.CATALOG, first.to_json()),
+        (RecordType.FRAME, b"f1"),
+        (RecordType.FRAME, b"f2"),
+        (RecordType.FRAME, b"f3"),
+        (RecordType.CATALOG, other.to_json()),
+        (RecordType.FRAME, b"f4"),
+    ]
+
+
 def test_recording_is_readable_while_written(xobserve, tmp_path):
     path = tmp_path / "live.xtrec"
     proc = subprocess.Popen(

@@ -277,41 +277,43 @@ def is_name(text: str) -> bool:
     return _NAME.fullmatch(text) is not None
 
 
-def feature_reader(texts: Sequence[str]) -> Callable[[Mapping[str, float]], list[float]]:
-    """A function from one window's signals to a feature vector, one entry per text: a signal name,
-    an expression over signals (e.g. `f.taken.mean * f.calls`, a per-window sum), or
-    `ewma(EXPR, N)`: EXPR smoothed over the windows read so far (exponential moving average with
-    the weight of an N-window mean, 2 / (N + 1)), for a rate too noisy in one short window. An
-    absent signal reads as 0, as it does for a policy. The function keeps the averages: use one per
-    sequence of consecutive windows; its `warmup` is the largest N (0 without ewma), the windows an
-    average needs before it stands for the sequence rather than for its first window."""
-    parts = []
-    for text in texts:
-        m = _EWMA.fullmatch(text.strip())
-        inner = m.group(1) if m else text
-        n = int(m.group(2)) if m else 0
-        if m and n < 1:
-            raise ExprError(f"{text!r}: ewma needs a window count of at least 1")
-        parts.append((inner, None if _NAME.fullmatch(inner) else parse(inner), 2.0 / (n + 1) if m else 0.0))
-    state: list[float | None] = [None] * len(parts)
+class FeatureReader:
+    """From one window's signals to a feature vector, one entry per text: a signal name, an
+    expression over signals (e.g. `f.taken.mean * f.rate`, a per-second rate) or `ewma(EXPR, N)`:
+    EXPR smoothed over the windows read so far (exponential moving average with the weight of an
+    N-window mean, 2 / (N + 1)), for a rate too noisy in one short window. An absent signal reads
+    as 0, as it does for a policy. A reader keeps the averages: use one per sequence of consecutive
+    windows. `warmup` is the largest N (0 without ewma): the windows an average needs before it
+    stands for the sequence rather than for its first window."""
 
-    def one(node: Node, values: Mapping[str, float]) -> float:
-        try:
-            x = evaluate(node, values)
-        except MissingSignal:
-            return 0.0
-        return x if math.isfinite(x) else 0.0
+    def __init__(self, texts: Sequence[str]) -> None:
+        self._parts: list[tuple[str, Node | None, float]] = []
+        for text in texts:
+            m = _EWMA.fullmatch(text.strip())
+            inner = m.group(1) if m else text
+            n = int(m.group(2)) if m else 0
+            if m and n < 1:
+                raise ExprError(f"{text!r}: ewma needs a window count of at least 1")
+            node = None if _NAME.fullmatch(inner) else parse(inner)
+            self._parts.append((inner, node, 2.0 / (n + 1) if m else 0.0))
+        self._state: list[float | None] = [None] * len(self._parts)
+        self.warmup = max((int(round(2.0 / a - 1)) for _, _, a in self._parts if a), default=0)
 
-    def read(values: Mapping[str, float]) -> list[float]:
+    def __call__(self, values: Mapping[str, float]) -> list[float]:
         out = []
-        for i, (name, node, alpha) in enumerate(parts):
-            x = values.get(name, 0.0) if node is None else one(node, values)
+        for i, (name, node, alpha) in enumerate(self._parts):
+            x = values.get(name, 0.0) if node is None else _finite_or_zero(node, values)
             if alpha:
-                prev = state[i]
+                prev = self._state[i]
                 x = x if prev is None else prev + alpha * (x - prev)
-                state[i] = x
+                self._state[i] = x
             out.append(x)
         return out
 
-    read.warmup = max((int(round(2.0 / a - 1)) for _, _, a in parts if a), default=0)  # type: ignore[attr-defined]
-    return read
+
+def _finite_or_zero(node: Node, values: Mapping[str, float]) -> float:
+    try:
+        x = evaluate(node, values)
+    except MissingSignal:
+        return 0.0
+    return x if math.isfinite(x) else 0.0

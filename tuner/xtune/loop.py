@@ -136,15 +136,13 @@ class FramePump(threading.Thread):
             t0 = time.perf_counter()
             if self.reader.catalog is not self._catalog_seen:
                 self._catalog_seen = self.agg.catalog = self.reader.catalog
-                if self.recorder is not None and self.reader.catalog is not None:
-                    self.recorder.append_catalog(self.reader.catalog)
             if self._reset.is_set():
                 self.agg.reset()
                 while not self.windows.empty():
                     self.windows.get_nowait()
                 self._reset.clear()
             if self.recorder is not None:
-                self.recorder.append_frame(frame.raw)
+                self.recorder.append_frame_of(frame.raw, self.reader.catalog)
             if self.tree is not None and self.actuator is not None:
                 self._decide(frame, paused=t0 < self.tree_paused_until)
             window = self.agg.add(frame)

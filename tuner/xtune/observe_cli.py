@@ -110,7 +110,6 @@ def record(
     except (RecordingError, OSError) as e:
         raise _fail(str(e)) from e
     deadline = time.monotonic() + duration if duration else None
-    written_catalog = b""
     count = 0
     with writer, open_reader(zmq, shm) as reader:
         try:
@@ -125,11 +124,7 @@ def record(
                     if idle and count and time.monotonic() - started >= idle:
                         break
                     continue
-                catalog = reader.catalog.to_json() if reader.catalog else b""
-                if catalog != written_catalog:
-                    writer.append_catalog(catalog)
-                    written_catalog = catalog
-                writer.append_frame(frame.raw)
+                writer.append_frame_of(frame.raw, reader.catalog)
                 count += 1
         except KeyboardInterrupt:
             pass

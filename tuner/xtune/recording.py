@@ -13,7 +13,8 @@ Public API
 
 `RecordingWriter(path)` opens (creating if needed) a recording for appending; a torn record at the
 end (a writer that crashed mid-write) is cut off first. Methods:
-  - `append_catalog(catalog_or_json_bytes)`, `append_frame(frame_bytes)`
+  - `append_catalog(catalog_or_json_bytes)`, `append_frame(frame_bytes)`,
+    `append_frame_of(frame_bytes, live_catalog)` (writes the catalog first when it changed)
   - `append_knob_change(KnobChange(knob, backend, old, new, reason, ...))`
   - `append_decision(Decision(policy, values, reason, ...))`
   - `append(type, payload, time_ns=None)` for anything else; `close()`; a context manager.
@@ -145,6 +146,8 @@ def _complete_end(fd: int, path: str) -> int:
 class RecordingWriter:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
+        self._catalog: bytes | None = None  # the last catalog written
+        self._catalog_seen: Catalog | None = None  # the last live catalog checked against it
         self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
         try:
             if os.fstat(self._fd).st_size == 0:
@@ -164,7 +167,18 @@ class RecordingWriter:
             raise OSError(f"{self.path}: short write of a {len(data)}-byte record")
 
     def append_catalog(self, catalog: Catalog | bytes) -> None:
-        self.append(RecordType.CATALOG, catalog.to_json() if isinstance(catalog, Catalog) else catalog)
+        self._catalog = catalog.to_json() if isinstance(catalog, Catalog) else catalog
+        self.append(RecordType.CATALOG, self._catalog)
+
+    def append_frame_of(self, frame: bytes, catalog: Catalog | None) -> None:
+        """A frame read live, preceded by its producer's catalog when that is not the last one
+        written (the first frame, or a restarted producer): each frame decodes with the catalog
+        before it."""
+        if catalog is not None and catalog is not self._catalog_seen:
+            self._catalog_seen = catalog
+            if catalog.to_json() != self._catalog:
+                self.append_catalog(catalog)
+        self.append_frame(frame)
 
     def append_frame(self, frame: bytes) -> None:
         self.append(RecordType.FRAME, frame)

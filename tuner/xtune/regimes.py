@@ -6,8 +6,9 @@ one knob applied in turn: a DECISION record with policy "sweep", `values = {knob
 `settle` ones, are that cell's windows. A cell's outcome is the mean (or a chosen quantile) over
 its windows of the objective signal (a latency, lower is better) and the mean of the throughput
 signal or expression
-(e.g. `func.dp_round.active_flows.mean * func.dp_round.calls`, payloads delivered per window;
-0 in a window where the signal is absent: nothing was delivered there).
+(e.g. `func.dp_round.active_flows.mean * func.dp_round.rate`, payloads delivered per second;
+0 in a window where the signal is absent: nothing was delivered there). A rate, not a count per
+window: a window's real length varies, and with it every count.
 
 The label of a regime is the value with the lowest objective among those whose throughput is at
 least `min_throughput` (95 %) of the best throughput measured in that regime: the operator's rule
@@ -34,12 +35,11 @@ class Cell:
     value: int
     frames: list[dict[str, float]] = field(default_factory=list)
 
-    def mean(self, signal: str, missing: float | None = None) -> float:
-        """Mean over the windows of a signal, or of an expression over signals (e.g. a product).
-
-        A window without the signal is skipped, or counts as `missing` when given: a rate is 0 in
-        a window where nothing happened, and skipping those windows would favour the settings
-        that work in rarer, larger rounds."""
+    def values(self, signal: str, missing: float | None = None) -> list[float]:
+        """A signal, or an expression over signals (e.g. a product), in each window. A window
+        without it is skipped, or counts as `missing` when given: a rate is 0 in a window where
+        nothing happened, and skipping those windows would favour the settings that work in rarer,
+        larger rounds."""
         node = expr.parse(signal)
         xs = []
         for f in self.frames:
@@ -51,25 +51,18 @@ class Cell:
                 continue
             if math.isfinite(x):
                 xs.append(x)
+        return xs
+
+    def mean(self, signal: str, missing: float | None = None) -> float:
+        """Mean over the windows (see `values`), NaN when no window has it."""
+        xs = self.values(signal, missing)
         return sum(xs) / len(xs) if xs else math.nan
 
     def quantile(self, signal: str, q: float) -> float:
-        """The q-quantile over the windows of a signal or expression (windows without it skipped):
-        a cell's tail, which a mean hides when a value runs near its capacity and queues now and
-        then."""
-        node = expr.parse(signal)
-        xs = []
-        for f in self.frames:
-            try:
-                x = expr.evaluate(node, f)
-            except (expr.MissingSignal, ZeroDivisionError):
-                continue
-            if math.isfinite(x):
-                xs.append(x)
-        if not xs:
-            return math.nan
-        xs.sort()
-        return xs[min(len(xs) - 1, int(q * len(xs)))]
+        """The q-quantile over the windows that have the signal: a cell's tail, which a mean hides
+        when a value runs near its capacity and queues now and then."""
+        xs = sorted(self.values(signal))
+        return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else math.nan
 
 
 @dataclass
@@ -202,10 +195,10 @@ def samples(
         for cell in by_value.values():
             if cell.value not in keep:
                 continue
-            read = expr.feature_reader(features)  # a cell's windows are one sequence (ewma)
+            read = expr.FeatureReader(features)  # a cell's windows are one sequence (ewma)
             for i, f in enumerate(cell.frames):
                 x = read(f)
-                if i < read.warmup:  # type: ignore[attr-defined]
+                if i < read.warmup:
                     continue  # an average still near the cell's first window
                 rows.append(x)
                 labels.append(best)

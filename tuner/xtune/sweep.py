@@ -53,7 +53,6 @@ def record_sweep(
         raise ValueError("a sweep needs at least one value and one regime")
     rng = random.Random(seed)
     frames = 0
-    written_catalog = b""
     with RecordingWriter(out) as rec:
         for r in range(rounds):
             for name, command in regimes.items():
@@ -78,11 +77,7 @@ def record_sweep(
                             frame = reader.poll(min(left, 0.5))
                             if frame is None:
                                 continue
-                            catalog = reader.catalog.to_json() if reader.catalog else b""
-                            if catalog != written_catalog:
-                                rec.append_catalog(catalog)
-                                written_catalog = catalog
-                            rec.append_frame(frame.raw)
+                            rec.append_frame_of(frame.raw, reader.catalog)
                             frames += 1
                         progress(f"{name}: {knob} = {value}")
                 finally:

@@ -98,10 +98,10 @@ def evaluate(model: TreeModel, land: Landscape) -> dict[str, object]:
         best = land.best(regime)
         votes: dict[int, int] = {}
         for cell in by_value.values():
-            read = expr.feature_reader(model.features)  # a cell's windows are one sequence (ewma)
+            read = expr.FeatureReader(model.features)  # a cell's windows are one sequence (ewma)
             for i, f in enumerate(cell.frames):
                 x = read(f)
-                if i < read.warmup:  # type: ignore[attr-defined]
+                if i < read.warmup:
                     continue
                 choice = model.classes[decide(x)][0]
                 votes[choice] = votes.get(choice, 0) + 1
@@ -188,7 +188,8 @@ def train_regimes(
     # Candidates: every regime's best, the fallback, and every value measured in all regimes (a
     # value that is no regime's best can still be the least regret where regimes look alike).
     common = set.intersection(*(set(by_value) for by_value in land.cells.values()))
-    values = sorted({land.best(r) for r in land.cells} | {minimax_fallback(land)} | common)
+    fallback = minimax_fallback(land)
+    values = sorted({land.best(r) for r in land.cells} | {fallback} | common)
     near = _neighbours(rows, regimes, neighbours)
     cost, raw = _robust_costs(land, values, near)
     label = {r: min(values, key=lambda v: (cost[(r, v)], raw[(r, v)], v)) for r in land.cells}
@@ -223,12 +224,11 @@ def train_regimes(
     )
     fit = evaluate(model, land)
     card["training_accuracy"], card["training_regret_mean"] = fit["accuracy"], fit["regret_mean"]
-    model.guard = {"ranges": ranges, "fallback": _class_of(model, minimax_fallback(land))}
+    model.guard = {"ranges": ranges, "fallback": _class_of(model, fallback)}
     if watch:
-        fallback = minimax_fallback(land)
         model.guard["watch"] = _watch_ranges(land, label, fallback, watch, watch_quantile, margin)
         card["watch"] = model.guard["watch"]
-    card["fallback"] = minimax_fallback(land)
+    card["fallback"] = fallback
     if test is not None:
         card["heldout"] = evaluate(model, test)
         trows, tlabels, _ = samples(test, names)

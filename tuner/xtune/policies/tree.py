@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from xtune.expr import feature_reader, is_name
+from xtune.expr import FeatureReader, is_name
 
 MODEL_VERSION = 1
 
@@ -174,7 +174,7 @@ class TreePolicy:
         self.model = model
         self.hold = hold
         self._decide = model.compile()
-        self._read = feature_reader(model.features)
+        self._read = FeatureReader(model.features)
         self._values = [dict(zip(model.knobs, c, strict=True)) for c in model.classes]
         guard = model.guard
         self._ranges = [(float(lo), float(hi)) for lo, hi in guard["ranges"]] if guard else None
