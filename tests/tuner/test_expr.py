@@ -79,7 +79,7 @@ def test_bad_slo_lines(text: str) -> None:
 
 
 def test_feature_reader_reads_names_and_expressions() -> None:
-    read = expr.feature_reader(["f.calls", "f.taken.mean * f.calls", "absent", "a / zero"])
+    read = expr.FeatureReader(["f.calls", "f.taken.mean * f.calls", "absent", "a / zero"])
     window = {"f.calls": 4.0, "f.taken.mean": 2.5, "a": 1.0, "zero": 0.0}
     # A product is a per-window sum; an absent signal (alone or inside an expression) reads as 0,
     # and so does a value that is not finite (a division by zero).
@@ -89,16 +89,16 @@ def test_feature_reader_reads_names_and_expressions() -> None:
 
 def test_feature_reader_rejects_a_bad_expression_by_column() -> None:
     with pytest.raises(expr.ExprError, match="column"):
-        expr.feature_reader(["a $ b"])
+        expr.FeatureReader(["a $ b"])
 
 
 def test_feature_reader_ewma_smooths_over_windows() -> None:
-    read = expr.feature_reader(["ewma(f.taken.mean * f.calls, 3)", "f.calls"])
+    read = expr.FeatureReader(["ewma(f.taken.mean * f.calls, 3)", "f.calls"])
     assert read.warmup == 3
     assert read({"f.taken.mean": 2.0, "f.calls": 5.0}) == [10.0, 5.0]  # the first window starts it
     assert read({"f.taken.mean": 4.0, "f.calls": 5.0}) == [15.0, 5.0]  # weight 2 / (3 + 1) = 0.5
     assert read({}) == [7.5, 0.0]  # an empty window counts as 0
-    again = expr.feature_reader(["ewma(f.calls, 3)"])
+    again = expr.FeatureReader(["ewma(f.calls, 3)"])
     assert again({"f.calls": 1.0}) == [1.0]  # each reader keeps its own average
     with pytest.raises(expr.ExprError, match="at least 1"):
-        expr.feature_reader(["ewma(a, 0)"])
+        expr.FeatureReader(["ewma(a, 0)"])
