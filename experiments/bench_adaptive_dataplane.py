@@ -37,19 +37,19 @@ from pathlib import Path
 
 from resultfile import write_result
 from xtune import paths
-from xtune.actuator import Actuator
-from xtune.analysis import attach as eng
-from xtune.analysis.builder import analyze
-from xtune.analysis.spec import load_spec
 from xtune.config import load_text
-from xtune.loop import FramePump
-from xtune.metrics import Metrics
+from xtune.host.services import Services, free_port
+from xtune.knobs.actuator import Actuator
+from xtune.learning.sweep import record_sweep
+from xtune.learning.train import train_regimes
 from xtune.policies.tree import TreeModel, TreePolicy
-from xtune.recording import RecordingReader, RecordingWriter
-from xtune.services import Services, free_port
-from xtune.signals import ShmFrameReader
-from xtune.sweep import record_sweep
-from xtune.train import train_regimes
+from xtune.sie import attach as eng
+from xtune.sie.analyze import analyze
+from xtune.sie.spec import load_spec
+from xtune.signals.frames import ShmFrameReader
+from xtune.signals.recording import RecordingReader, RecordingWriter
+from xtune.tuning.loop import FramePump
+from xtune.tuning.metrics import Metrics
 
 SPEC = paths.ROOT / "experiments" / "dataplane" / "rx_batch.toml"
 CONST, KNOB = "RX_BATCH_SIZE", "rx_batch_size"
@@ -110,6 +110,7 @@ NEIGHBOURS = 2
 # request's wait: past what the labelled values ever showed in training, the fallback at once.
 WATCH = ["func.dp_round.oldest_age_us.max"]
 HOLD = 3
+SERIES_MS = 10  # the tail over time: p99 per 10 ms slice (a 1 ms slice holds too few requests)
 INTERVALS_MS = [1, 5, 10, 50]
 SOURCES = [
     "experiments/bench_adaptive_dataplane.py",
@@ -155,24 +156,34 @@ class EveryK:
         return self.held
 
 
-def loadgen(port: int, phases: list[str], on_phase=None) -> dict:
-    """Run the load generator; call on_phase(i) at each phase start; its pooled "all" line."""
+def loadgen(port: int, phases: list[str], on_phase=None, series_ms: float | None = None) -> dict:
+    """Run the load generator; call on_phase(i) at each phase start; its pooled "all" line, with
+    "phases" and, given series_ms, "series" (the p99 of each slice of the run, and its start in
+    time.monotonic_ns)."""
+    series = ["--series", str(series_ms)] if series_ms else []
     gen = subprocess.Popen(
-        [str(paths.binary("dataplane-loadgen")), str(port), *phases], stdout=subprocess.PIPE, text=True
+        [str(paths.binary("dataplane-loadgen")), *series, str(port), *phases],
+        stdout=subprocess.PIPE,
+        text=True,
     )
+    started = 0
     assert gen.stdout is not None
     result: dict = {}
     per_phase = []
     for line in gen.stdout:
-        if line.startswith("phase ") and on_phase is not None:
-            on_phase(int(line.split()[1]))
+        if line.startswith("phase "):
+            started = started or time.monotonic_ns()
+            if on_phase is not None:
+                on_phase(int(line.split()[1]))
         elif line.startswith("{"):
             doc = json.loads(line)
-            if doc.get("phase") == "all":
+            if "series_ms" in doc:
+                result["series"] = {**doc, "start_ns": started}
+            elif doc.get("phase") == "all":
                 result = doc
             else:
                 per_phase.append(doc)
-    if gen.wait() != 0 or not result:
+    if gen.wait() != 0 or "p99_us" not in result:
         raise RuntimeError(f"load generator failed (exit {gen.returncode}) or printed no pooled line")
     result["phases"] = per_phase
     return result
@@ -351,14 +362,16 @@ def evaluate(
     frame_cost: list[float] = []  # seconds of frame-path work per 1 ms frame
     rng = random.Random(7)
     metrics = Metrics("bench-adaptive")
+    series: dict[str, dict] = {}  # the last repetition's tail over time, per contender
     for rep in range(reps):
+        ms = SERIES_MS if rep == reps - 1 else None
         for c in rng.sample(contenders, len(contenders)):
             if c.startswith("static_"):
                 actuator.apply({KNOB: int(c.split("_")[1])}, c)
-                doc = loadgen(port, SCHEDULE)
+                doc = loadgen(port, SCHEDULE, series_ms=ms)
             elif c == "oracle":
                 actuator.apply({KNOB: oracle[0]}, c)
-                doc = loadgen(port, SCHEDULE, lambda i: actuator.write_desired({KNOB: oracle[i]}))
+                doc = loadgen(port, SCHEDULE, lambda i: actuator.write_desired({KNOB: oracle[i]}), ms)
             else:
                 k = 1 if c == "adaptive" else int(c.split("_")[1])
                 policy = TreePolicy(TreeModel.load(work / "model.json"), HOLD)
@@ -375,18 +388,26 @@ def evaluate(
                 pump.start()
                 cpu0, t0 = time.process_time(), time.monotonic()
                 try:
-                    doc = loadgen(port, SCHEDULE)
+                    doc = loadgen(port, SCHEDULE, series_ms=ms)
                 finally:
                     cpu = (time.process_time() - cpu0) / (time.monotonic() - t0)
                     pump.stop()
                     watch.stop.set()
                     watch.join()
                     recorder.close()
+                if "series" in doc:
+                    doc["series"]["values"] = _values_over_time(rec, fallback, doc["series"]["start_ns"])
                 if c == "adaptive":
                     doc["changes"] = pump.decisions
                     tick_to_effect += _tick_to_effect(rec, watch.seen, fallback)
                     loop_cpu.append(cpu)
                     frame_cost += list(pump.latencies)
+            if "series" in doc:
+                series[c] = {
+                    k: doc["series"][k]
+                    for k in ("series_ms", "p99_us", "answered", "values")
+                    if k in doc["series"]
+                }
             runs[c].append(
                 {
                     "phase_p99_us": phase_p99(doc),
@@ -404,9 +425,14 @@ def evaluate(
             )
     metrics.close()
     frame_us = [x * 1e6 for x in frame_cost]
+    summary = summarize(runs, grid, reps)
+    shown = [f"static_{summary['best_static']['value']}", "oracle", "adaptive"]
     return {
         **res,
-        **summarize(runs, grid, reps),
+        **summary,
+        "series": {c: series[c] for c in shown if c in series},
+        "series_note": f"the last repetition: client p99 of the requests sent in each {SERIES_MS} ms "
+        "slice, and for the tree the value in effect from each decision on ([ms from the start, value])",
         "tick_to_effect_us": _pcts([a + b for a, b in tick_to_effect]),
         "tick_to_decision_us": _pcts([a for a, _ in tick_to_effect]),
         "decision_to_applied_us": _pcts([b for _, b in tick_to_effect]),
@@ -438,6 +464,17 @@ def _tick_to_effect(rec: Path, seen: list[tuple[int, int]], start: int) -> list[
         match = next(((v, ns) for v, ns in seen if ns >= decided), None)
         if match is not None and match[0] == value:
             out.append(((decided - end) / 1000, (match[1] - decided) / 1000))
+    return out
+
+
+def _values_over_time(rec: Path, start_value: int, start_ns: int) -> list[list[float]]:
+    """[ms since the load started, value] at the start and at each applied decision that changed
+    the value."""
+    out: list[list[float]] = [[0.0, start_value]]
+    for d in RecordingReader(rec).decisions():
+        if d.policy == "tree" and d.extra.get("applied") and int(d.values[KNOB]) != out[-1][1]:
+            at = int(d.extra.get("decided_ns", d.extra["frame_end_ns"]))
+            out.append([round(max(at - start_ns, 0) / 1e6, 2), int(d.values[KNOB])])
     return out
 
 

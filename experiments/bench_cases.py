@@ -30,9 +30,9 @@ SOURCES = [
     "experiments/slo/case-kv-bo.yaml",
     "experiments/slo/paper-web-static.yaml",
     "experiments/slo/paper-database-static.yaml",
-    "tuner/xtune/benchmark.py",
-    "tuner/xtune/bench_loop.py",
-    "tuner/xtune/netns.py",
+    "tuner/xtune/tuning/benchmark.py",
+    "tuner/xtune/tuning/bench_loop.py",
+    "tuner/xtune/host/netns.py",
     "runtime/xrtd",
 ]
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from resultfile import write_result
 from xtune import paths
-from xtune.analysis.build import build_one
-from xtune.analysis.spec import load_spec
+from xtune.sie.spec import load_spec
+from xtune.sie.variants import build_one
 
 SPEC = Path(__file__).parent / "dataplane" / "rx_batch.toml"
 GRID = [1, 2, 4, 8, 16, 32, 64]

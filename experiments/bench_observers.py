@@ -39,7 +39,7 @@ from pathlib import Path
 import zmq
 from resultfile import write_result
 from xtune import paths
-from xtune.signals import FrameReader, ShmFrameReader, ZmqFrameReader
+from xtune.signals.frames import FrameReader, ShmFrameReader, ZmqFrameReader
 
 RESULTS = paths.ROOT / "experiments" / "results" / "observers.json"
 DEFAULT_FAMILIES = "sched,softirq,block,pmu,tcp,mem"

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from resultfile import write_result
 from xtune import paths
-from xtune.knobs import KnobClient, KnobTable
+from xtune.knobs.table import KnobClient, KnobTable
 
 # The veth/netns flow helper is shared with the runtime tests.
 sys.path.insert(0, str(paths.ROOT / "tests" / "runtime"))

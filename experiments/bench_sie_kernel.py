@@ -18,7 +18,8 @@ from pathlib import Path
 
 from resultfile import write_result
 from xtune import paths
-from xtune.analysis import kernel, kernel_build
+from xtune.sie.kernel import analyze as kernel
+from xtune.sie.kernel import source as kernel_build
 
 KMOD = paths.ROOT / "kmod"
 CONSTS = ["BLK_MAX_REQUEST_COUNT", "MAX_SOFTIRQ_RESTART", "SHRINK_BATCH"]
@@ -110,7 +111,7 @@ def main() -> None:
         "differences of a few percent are noise (a negative extra_ns_per_hit means no measurable cost)",
         "command": "make build && .venv/bin/python experiments/bench_sie_kernel.py",
     }
-    write_result("sie_kernel", report, ["kmod", "tuner/xtune/analysis", "experiments/bench_sie_kernel.py"])
+    write_result("sie_kernel", report, ["kmod", "tuner/xtune/sie", "experiments/bench_sie_kernel.py"])
     print(json.dumps(report, indent=1))
 
 

@@ -13,10 +13,10 @@ import time
 from pathlib import Path
 
 from resultfile import write_result
-from xtune.analysis import attach as eng
-from xtune.analysis.builder import analyze
-from xtune.analysis.scope import ScopeTable
-from xtune.analysis.spec import spec_from_dict
+from xtune.sie import attach as eng
+from xtune.sie.analyze import analyze
+from xtune.sie.scope import ScopeTable
+from xtune.sie.spec import spec_from_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "experiments" / "dataplane"))
@@ -24,7 +24,7 @@ import experiment as dataplane  # noqa: E402
 
 TARGETS = ROOT / "tests" / "sie" / "targets"
 CORPUS = ROOT / "tests" / "sie" / "corpus"
-SOURCES = ["runtime/sie", "tuner/xtune/analysis", "experiments/dataplane", "experiments/bench_sie_user.py"]
+SOURCES = ["runtime/sie", "tuner/xtune/sie", "experiments/dataplane", "experiments/bench_sie_user.py"]
 CALLS = 2_000_000
 
 

@@ -29,18 +29,18 @@ from typing import Any
 
 from resultfile import write_result
 from xtune import paths
-from xtune.actuator import Actuator
-from xtune.bottleneck import Bottleneck
 from xtune.config import load
 from xtune.config.schema import SloFile
-from xtune.loop import FramePump, Runner, RunResult
-from xtune.metrics import Metrics
+from xtune.demo.bottleneck import Bottleneck
+from xtune.host.services import Services
+from xtune.knobs.actuator import Actuator
 from xtune.policies import Outcome, make_policy
 from xtune.policies.tree import TreeModel, TreePolicy
-from xtune.services import Services
-from xtune.signals import ShmFrameReader
-from xtune.store import Store
-from xtune.workload import Workload
+from xtune.signals.frames import ShmFrameReader
+from xtune.trials.store import Store
+from xtune.tuning.loop import FramePump, Runner, RunResult
+from xtune.tuning.metrics import Metrics
+from xtune.tuning.workload import Workload
 
 
 def pct(xs: list[float], q: float) -> float:

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from xtune.netns import VethPair
+from xtune.host.netns import VethPair
 
 HERE = Path(__file__).resolve().parent
 SLO_DIR = HERE.parent / "slo"

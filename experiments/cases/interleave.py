@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from xtune import expr
-from xtune.actuator import Actuator
-from xtune.benchmark import MetricMissing, run_benchmark
+from xtune.config import expr
 from xtune.config.schema import Benchmark, Knob
-from xtune.knobs import KnobClient, KnobError
+from xtune.knobs.actuator import Actuator
+from xtune.knobs.table import KnobClient, KnobError
+from xtune.tuning.benchmark import MetricMissing, run_benchmark
 
 from cases.profiles import Contender, key_of, scope
 from cases.servers import Server

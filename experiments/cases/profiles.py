@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from xtune import netns
 from xtune.config import load
+from xtune.host import netns
 
 INT64_MAX = 2**63 - 1
 

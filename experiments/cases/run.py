@@ -17,11 +17,11 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from xtune.actuator import Actuator
 from xtune.config import load
-from xtune.netns import VethPair, sysctl
-from xtune.services import Services, free_port
-from xtune.store import Store
+from xtune.host.netns import VethPair, sysctl
+from xtune.host.services import Services, free_port
+from xtune.knobs.actuator import Actuator
+from xtune.trials.store import Store
 
 from cases import tuned
 from cases.case import TUNED_PROFILES, Case

@@ -14,10 +14,10 @@ import sys
 from pathlib import Path
 
 from xtune import paths
-from xtune.analysis import attach as eng
-from xtune.analysis.build import build_one
-from xtune.analysis.builder import analyze
-from xtune.analysis.spec import load_spec
+from xtune.sie import attach as eng
+from xtune.sie.analyze import analyze
+from xtune.sie.spec import load_spec
+from xtune.sie.variants import build_one
 
 HERE = Path(__file__).parent
 LOW, HIGH = "2:3000:4", "2:25000:64"  # seconds:requests per second:flows

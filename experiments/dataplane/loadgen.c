@@ -5,7 +5,10 @@
  * the request's latency. Phases run back to back; at the start of each phase "phase I" is printed
  * (a driver may retune the server then), and at the end one JSON line per phase.
  *
- *   loadgen PORT SECONDS:RATE:FLOWS [SECONDS:RATE:FLOWS ...]
+ *   loadgen [--series MS] PORT SECONDS:RATE:FLOWS [SECONDS:RATE:FLOWS ...]
+ *
+ * With --series, one more line: the p99 latency of the requests sent in each MS-long slice of the
+ * run (the tail over time, with the count answered per slice).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -46,6 +49,13 @@ static int cmp_i64(const void *a, const void *b)
 
 static int64_t *lat[MAX_PHASES];
 static long nlat[MAX_PHASES], sent[MAX_PHASES];
+static int64_t run_start;
+/* With --series: each answered request's latency, under the slice its send time falls in. */
+static int64_t series_ns;
+static struct answer {
+	int64_t slice, lat;
+} *answers;
+static long nanswers;
 
 /* Take the replies that arrived, waiting for them at most until `until` (CLOCK_MONOTONIC ns). */
 static void drain(int ep, int64_t until)
@@ -58,8 +68,50 @@ static void drain(int ep, int64_t until)
 
 	for (int i = 0; i < n; i++)
 		while (recv(evs[i].data.fd, &r, sizeof(r), MSG_DONTWAIT) == sizeof(r))
-			if (r.phase < MAX_PHASES && nlat[r.phase] < MAX_LAT)
-				lat[r.phase][nlat[r.phase]++] = now_ns() - r.sent_ns;
+			if (r.phase < MAX_PHASES && nlat[r.phase] < MAX_LAT) {
+				int64_t l = now_ns() - r.sent_ns;
+
+				lat[r.phase][nlat[r.phase]++] = l;
+				if (answers && nanswers < MAX_LAT)
+					answers[nanswers++] =
+						(struct answer){(r.sent_ns - run_start) / series_ns, l};
+			}
+}
+
+static int cmp_answer(const void *a, const void *b)
+{
+	const struct answer *x = a, *y = b;
+
+	if (x->slice != y->slice)
+		return (x->slice > y->slice) - (x->slice < y->slice);
+	return (x->lat > y->lat) - (x->lat < y->lat);
+}
+
+/* The --series line: per slice of the run, the p99 (µs) and the count of its answered requests. */
+static void print_series(int64_t slices)
+{
+	long i = 0;
+
+	qsort(answers, (size_t)nanswers, sizeof(*answers), cmp_answer);
+	printf("{\"series_ms\": %g, \"p99_us\": [", series_ns / 1e6);
+	for (int64_t s = 0; s < slices; s++) {
+		long first = i;
+
+		while (i < nanswers && answers[i].slice == s)
+			i++;
+		printf("%s%.1f", s ? ", " : "",
+		       i > first ? answers[first + (i - first) * 99 / 100].lat / 1e3 : 0.0);
+	}
+	printf("], \"answered\": [");
+	i = 0;
+	for (int64_t s = 0; s < slices; s++) {
+		long first = i;
+
+		while (i < nanswers && answers[i].slice == s)
+			i++;
+		printf("%s%ld", s ? ", " : "", i - first);
+	}
+	printf("]}\n");
 }
 
 /* One more line, phase "all": every answered request of the run pooled (a run's own p99). */
@@ -90,11 +142,24 @@ int main(int argc, char **argv)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	double secs[MAX_PHASES], rate[MAX_PHASES];
-	int flows[MAX_PHASES], fds[MAX_FLOWS], nphases = argc - 2, ep;
+	int flows[MAX_PHASES], fds[MAX_FLOWS], nphases, ep;
 	unsigned int seed = 5;
+	double total = 0;
 
+	if (argc > 2 && !strcmp(argv[1], "--series")) {
+		double ms = atof(argv[2]);
+
+		if (ms <= 0) {
+			fprintf(stderr, "loadgen: --series needs a slice length in ms, not %s\n", argv[2]);
+			return 2;
+		}
+		series_ns = (int64_t)(ms * 1e6);
+		answers = calloc(MAX_LAT, sizeof(*answers));
+		argc -= 2, argv += 2;
+	}
+	nphases = argc - 2;
 	if (argc < 3 || nphases > MAX_PHASES) {
-		fprintf(stderr, "usage: %s PORT SECONDS:RATE:FLOWS...\n", argv[0]);
+		fprintf(stderr, "usage: %s [--series MS] PORT SECONDS:RATE:FLOWS...\n", argv[0]);
 		return 2;
 	}
 	a.sin_port = htons((unsigned short)atoi(argv[1]));
@@ -105,6 +170,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		lat[p] = calloc(MAX_LAT, sizeof(int64_t));
+		total += secs[p];
 	}
 	ep = epoll_create1(0);
 	for (int f = 0; f < MAX_FLOWS; f++) {
@@ -118,6 +184,7 @@ int main(int argc, char **argv)
 		ev.data.fd = fds[f];
 		epoll_ctl(ep, EPOLL_CTL_ADD, fds[f], &ev);
 	}
+	run_start = now_ns();
 	for (int p = 0; p < nphases; p++) {
 		int64_t start = now_ns(), end = start + (int64_t)(secs[p] * 1e9), next = start;
 
@@ -150,5 +217,7 @@ int main(int argc, char **argv)
 		       n ? lat[p][n * 99 / 100] / 1e3 : 0.0);
 	}
 	print_pooled(nphases);
+	if (answers)
+		print_series((int64_t)(total * 1e9 / series_ns) + 1);
 	return 0;
 }

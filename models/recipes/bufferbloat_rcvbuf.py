@@ -5,7 +5,7 @@ Run as root from the repository (after `make build`); about 1.5 minutes, at most
     .venv/bin/python models/recipes/bufferbloat_rcvbuf.py
 
 It builds the demo's bottleneck (sender -> 100 Mbit/s token bucket with a 500 ms queue ->
-receiver, tuner/xtune/bottleneck.py), starts private xobserve (tcp and func families, 100 ms
+receiver, tuner/xtune/demo/bottleneck.py), starts private xobserve (tcp and func families, 100 ms
 frames) and runs `xtune-bulk` under six receive-buffer limits, plus an idle stretch without
 the flow. Every frame gets a DECISION from `rule()` below. Two passes at different times:
 `train` (fed to `xtune train`) and `heldout` (only scored). Then the trained tree runs the knob
@@ -27,12 +27,12 @@ import time
 from pathlib import Path
 
 from xtune import paths
-from xtune.bottleneck import Bottleneck
+from xtune.demo.bottleneck import Bottleneck
+from xtune.host.services import Services
+from xtune.learning.train import dataset
 from xtune.policies.tree import TreeModel, TreePolicy
-from xtune.recording import Decision, RecordingWriter
-from xtune.services import Services
-from xtune.signals import Catalog, ShmFrameReader
-from xtune.train import dataset
+from xtune.signals.frames import Catalog, ShmFrameReader
+from xtune.signals.recording import Decision, RecordingWriter
 
 NAME = "bufferbloat_rcvbuf"
 OUT = Path(__file__).resolve().parents[1] / NAME

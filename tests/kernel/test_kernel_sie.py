@@ -17,11 +17,14 @@ from pathlib import Path
 
 import pytest
 from xtune import paths
-from xtune.analysis import attach, kernel, kernel_build, kernel_verify
-from xtune.analysis.differ import diff_functions
-from xtune.analysis.disasm import disassemble
-from xtune.analysis.elfcode import ElfCode
-from xtune.analysis.scope import ScopeError, ScopeTable, Update
+from xtune.sie import attach
+from xtune.sie.differ import diff_functions
+from xtune.sie.disasm import disassemble
+from xtune.sie.elfcode import ElfCode
+from xtune.sie.kernel import analyze as kernel
+from xtune.sie.kernel import source as kernel_build
+from xtune.sie.kernel import verify as kernel_verify
+from xtune.sie.scope import ScopeError, ScopeTable, Update
 
 KMOD = paths.ROOT / "kmod"
 CONSTS = ["BLK_MAX_REQUEST_COUNT", "MAX_SOFTIRQ_RESTART", "SHRINK_BATCH"]

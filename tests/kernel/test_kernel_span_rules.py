@@ -8,9 +8,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from xtune.analysis import kernel
-from xtune.analysis.kernel_spans import KernelSpan
-from xtune.analysis.scope import ScopeError
+from xtune.sie.kernel import analyze as kernel
+from xtune.sie.kernel.spans import KernelSpan
+from xtune.sie.scope import ScopeError
 
 VALUES = [32, 8, 48]
 BUILD_ID = "ab" * 20

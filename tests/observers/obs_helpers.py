@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from xtune.signals import Frame, FrameReader
+from xtune.signals.frames import Frame, FrameReader
 
 
 def free_port() -> int:

@@ -1,7 +1,7 @@
 """The Python decoder refuses bad bytes with a reason, and reads what the C side wrote."""
 
 import pytest
-from xtune.signals import (
+from xtune.signals.frames import (
     FRAME_REPLAYED,
     Catalog,
     FrameError,

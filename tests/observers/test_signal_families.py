@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from obs_helpers import frames_while, total
-from xtune.signals import ShmFrameReader
+from xtune.signals.frames import ShmFrameReader
 
 
 @pytest.fixture

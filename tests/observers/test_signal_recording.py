@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from obs_helpers import free_port
 from xtune import paths
-from xtune.recording import (
+from xtune.signals.frames import FRAME_REPLAYED, Catalog, ShmFrameReader, with_flags
+from xtune.signals.recording import (
     FILE_HEADER_SIZE,
     Decision,
     KnobChange,
@@ -17,7 +18,6 @@ from xtune.recording import (
     RecordingWriter,
     RecordType,
 )
-from xtune.signals import FRAME_REPLAYED, Catalog, ShmFrameReader, with_flags
 
 XTUNE = str(paths.ROOT / ".venv" / "bin" / "xtune")
 

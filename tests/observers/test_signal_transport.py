@@ -5,7 +5,7 @@ import subprocess
 import threading
 import time
 
-from xtune.signals import ShmFrameReader, ZmqFrameReader
+from xtune.signals.frames import ShmFrameReader, ZmqFrameReader
 
 
 def test_shm_and_zmq_consumers_see_identical_frames(start_observer):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from obs_helpers import bpf_ids_alive, bpf_ids_of
 from xtune import paths
-from xtune.signals import ShmFrameReader
+from xtune.signals.frames import ShmFrameReader
 
 FAMILIES = ["sched", "softirq", "block", "syscall", "func", "pmu", "tcp", "mem"]
 

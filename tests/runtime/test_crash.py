@@ -18,7 +18,7 @@ KNOBS = [  # name, key, min, max
 # single sets and table writes, in random order.
 CLIENT = r"""
 import random, sys
-from xtune.knobs import KnobClient, KnobError
+from xtune.knobs.table import KnobClient, KnobError
 sock, ns = sys.argv[1], sys.argv[2]
 knobs = [("fin", 5, 120), ("somaxconn", 128, 65535), ("rmem_default", 4096, 1 << 24)]
 c = KnobClient(sock)

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 from xtune import paths
-from xtune.knobs import KnobError
+from xtune.knobs.table import KnobError
 
 
 def run_xrtd(*args, timeout=10):

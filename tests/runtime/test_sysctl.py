@@ -2,7 +2,7 @@
 
 import pytest
 from xrtd_helpers import sysctl_in
-from xtune.knobs import KnobError
+from xtune.knobs.table import KnobError
 
 
 def test_set_reads_back_and_sigterm_restores(xrtd, netns):

@@ -4,7 +4,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from xtune.knobs import KnobError
+from xtune.knobs.table import KnobError
 
 
 @pytest.fixture

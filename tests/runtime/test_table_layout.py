@@ -2,7 +2,8 @@
 
 import subprocess
 
-from xtune import knobs, paths
+from xtune import paths
+from xtune.knobs import table as knobs
 
 FIELDS = {
     "OFF_BACKEND": "backend",

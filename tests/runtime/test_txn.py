@@ -4,7 +4,7 @@ import json
 
 import pytest
 from xrtd_helpers import sysctl_in
-from xtune.knobs import KnobError
+from xtune.knobs.table import KnobError
 
 KEYS = ("net.ipv4.tcp_fin_timeout", "net.core.somaxconn", "net.ipv4.ip_local_port_range")
 

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from xtune import paths
-from xtune.knobs import KnobClient
+from xtune.knobs.table import KnobClient
 
 
 class Xrtd:

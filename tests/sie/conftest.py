@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from xtune.analysis import attach as eng  # noqa: E402
+from xtune.sie import attach as eng  # noqa: E402
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -8,16 +8,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from xtune.analysis import attach as eng
-from xtune.analysis.build import build_one
-from xtune.analysis.builder import analyze
-from xtune.analysis.scope import PerfConst, ScopeError, ScopeTable
-from xtune.analysis.spec import Spec, spec_from_dict
+from xtune.sie import attach as eng
+from xtune.sie.analyze import analyze
+from xtune.sie.scope import PerfConst, ScopeError, ScopeTable
+from xtune.sie.spec import Spec, spec_from_dict
+from xtune.sie.variants import build_one
 
 CORPUS = Path(__file__).parent / "corpus"
 CONFIGS = [("gcc", "-O0"), ("gcc", "-O2"), ("clang", "-O0"), ("clang", "-O2")]
 ALL_LEVELS = [(cc, opt) for cc in ("gcc", "clang") for opt in ("-O0", "-O2", "-O3")]
-# The share of corpus cases retuned exactly, as tuner/xtune/analysis/README.md claims it.
+# The share of corpus cases retuned exactly, as tuner/xtune/sie/README.md claims it.
 PASS_RATE = 0.77
 VALUES = [64, 32, 128]
 PROBES = [48, 100, 16, 256, 5]

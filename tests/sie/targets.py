@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xtune.analysis.builder import analyze
-from xtune.analysis.scope import ScopeTable
-from xtune.analysis.spec import spec_from_dict
+from xtune.sie.analyze import analyze
+from xtune.sie.scope import ScopeTable
+from xtune.sie.spec import spec_from_dict
 
 TARGETS = Path(__file__).parent / "targets"
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import oracle
 import pytest
 import targets
-from xtune.analysis import attach as eng
-from xtune.analysis import scope as sc
-from xtune.analysis.spec import SpecError, spec_from_dict
+from xtune.sie import attach as eng
+from xtune.sie import scope as sc
+from xtune.sie.spec import SpecError, spec_from_dict
 
 
 def proc_state(pid: int) -> str:

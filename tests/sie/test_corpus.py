@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import oracle
 import pytest
-from xtune.analysis.build import build_one
-from xtune.analysis.builder import analyze
-from xtune.analysis.elfcode import ElfCode
-from xtune.analysis.scope import ScopeError
+from xtune.sie.analyze import analyze
+from xtune.sie.elfcode import ElfCode
+from xtune.sie.scope import ScopeError
+from xtune.sie.variants import build_one
 
 
 def test_corpus_oracle(engine):

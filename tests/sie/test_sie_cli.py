@@ -11,8 +11,8 @@ from pathlib import Path
 
 import oracle
 import targets
-from xtune.analysis import attach as eng
-from xtune.analysis.scope import SCOPE_VERSION
+from xtune.sie import attach as eng
+from xtune.sie.scope import SCOPE_VERSION
 
 XTUNE = str(Path(sys.executable).parent / "xtune")
 

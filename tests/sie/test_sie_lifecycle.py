@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import targets
-from xtune.analysis import attach as eng
+from xtune.sie import attach as eng
 
 
 class Proc:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import oracle
 import targets
-from xtune.analysis import attach as eng
+from xtune.sie import attach as eng
 
 
 def expect(n: int, k: int) -> str:

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 import targets
-from xtune.analysis import attach as eng
-from xtune.analysis.builder import analyze
-from xtune.analysis.scope import ScopeTable
-from xtune.analysis.spec import spec_from_dict
-from xtune.knobs import KnobError
+from xtune.knobs.table import KnobError
+from xtune.sie import attach as eng
+from xtune.sie.analyze import analyze
+from xtune.sie.scope import ScopeTable
+from xtune.sie.spec import spec_from_dict
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "runtime"))
 from xrtd_helpers import Xrtd  # noqa: E402

@@ -15,8 +15,8 @@ import targets
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "runtime"))
 from xrtd_helpers import Xrtd  # noqa: E402
-from xtune.analysis import attach as eng  # noqa: E402
-from xtune.knobs import KnobError  # noqa: E402
+from xtune.knobs.table import KnobError  # noqa: E402
+from xtune.sie import attach as eng  # noqa: E402
 
 
 def expect(n: int, k: int) -> str:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from xtune import paths
-from xtune.bottleneck import Bottleneck
-from xtune.services import Services
+from xtune.demo.bottleneck import Bottleneck
+from xtune.host.services import Services
 
 HERE = Path(__file__).parent
 

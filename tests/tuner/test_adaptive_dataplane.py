@@ -11,21 +11,21 @@ import tempfile
 from pathlib import Path
 
 from xtune import paths
-from xtune.actuator import Actuator
-from xtune.analysis import attach as eng
-from xtune.analysis.builder import analyze
-from xtune.analysis.spec import load_spec
 from xtune.config import load_text
-from xtune.demo_sie import CONST, SPEC, Server
-from xtune.loop import Runner
-from xtune.metrics import Metrics
+from xtune.demo.sie_phase import CONST, SPEC, Server
+from xtune.host.services import Services
+from xtune.knobs.actuator import Actuator
+from xtune.learning.replay import replay_policy
 from xtune.policies.tree import TreeModel
-from xtune.policy_replay import replay_policy
-from xtune.recording import RecordingReader
-from xtune.services import Services
-from xtune.signals import ShmFrameReader
-from xtune.store import Store
-from xtune.workload import Workload
+from xtune.sie import attach as eng
+from xtune.sie.analyze import analyze
+from xtune.sie.spec import load_spec
+from xtune.signals.frames import ShmFrameReader
+from xtune.signals.recording import RecordingReader
+from xtune.trials.store import Store
+from xtune.tuning.loop import Runner
+from xtune.tuning.metrics import Metrics
+from xtune.tuning.workload import Workload
 
 FLOWS = "func.dp_round.active_flows.max"
 SMALL, LARGE = 8, 64

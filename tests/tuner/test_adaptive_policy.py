@@ -11,12 +11,12 @@ import random
 from pathlib import Path
 
 import pytest
+from xtune.learning.regimes import minimax_fallback, read_landscape, samples
+from xtune.learning.replay import replay_policy
+from xtune.learning.train import train_regimes
 from xtune.policies.tree import TreeModel, TreePolicy
-from xtune.policy_replay import replay_policy
-from xtune.recording import Decision, RecordingWriter
-from xtune.regimes import minimax_fallback, read_landscape, samples
-from xtune.signals import Catalog, SignalInfo, encode_frame
-from xtune.train import train_regimes
+from xtune.signals.frames import Catalog, SignalInfo, encode_frame
+from xtune.signals.recording import Decision, RecordingWriter
 
 SIGNALS = [
     SignalInfo(1, "dp.active_flows", "flows", "gauge", "test"),

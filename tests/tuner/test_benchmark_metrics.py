@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from xtune.benchmark import MetricMissing, parse_output, run_benchmark
 from xtune.config.schema import Benchmark
+from xtune.tuning.benchmark import MetricMissing, parse_output, run_benchmark
 
 WRK = """Running 1s test @ http://10.1.0.2/
   2 threads and 64 connections

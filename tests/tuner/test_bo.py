@@ -5,14 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from conftest import HERE, Lab
-from xtune.actuator import Actuator
 from xtune.config import load
-from xtune.loop import Runner
-from xtune.metrics import Metrics
+from xtune.knobs.actuator import Actuator
 from xtune.policies import make_policy
-from xtune.signals import ShmFrameReader
-from xtune.store import Store
-from xtune.workload import Workload
+from xtune.signals.frames import ShmFrameReader
+from xtune.trials.store import Store
+from xtune.tuning.loop import Runner
+from xtune.tuning.metrics import Metrics
+from xtune.tuning.workload import Workload
 
 
 def test_bo_improves_p99_rtt_and_keeps_throughput(lab: Lab, tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import pytest
 from conftest import HERE
 from xtune.config import load
 from xtune.policies import Outcome, make_policy
-from xtune.store import StoredTrial
+from xtune.trials.store import StoredTrial
 
 VARS = {
     "RECEIVER_NETNS": "/r",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from xtune import expr
+from xtune.config import expr
 
 VALUES = {"tcp.srtt.p99": 200.0, "tcp.srtt.p50": 50.0, "a": 6.0, "b": 3.0, "func.bulk_chunk.rate": 180.0}
 

@@ -5,17 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from conftest import Lab
-from xtune.actuator import Actuator
 from xtune.config import load_text
+from xtune.config.expr import parse_slo
 from xtune.config.schema import Guard as GuardConfig
-from xtune.expr import parse_slo
-from xtune.guard import Guard
-from xtune.loop import Runner
-from xtune.metrics import Metrics
+from xtune.knobs.actuator import Actuator
 from xtune.policies import make_policy
-from xtune.signals import ShmFrameReader
-from xtune.store import Store
-from xtune.workload import Workload
+from xtune.signals.frames import ShmFrameReader
+from xtune.trials.store import Store
+from xtune.tuning.guard import Guard
+from xtune.tuning.loop import Runner
+from xtune.tuning.metrics import Metrics
+from xtune.tuning.workload import Workload
 
 HARMFUL = """
 name: guard-harmful

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from xtune import paths
+from xtune.learning.train import dataset
 from xtune.policies.tree import TreeModel, TreePolicy
-from xtune.train import dataset
 
 MODELS = paths.ROOT / "models"
 SHIPPED = sorted(MODELS.glob("*/model.json"))

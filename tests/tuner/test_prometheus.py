@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 import requests
-from xtune.metrics import Metrics
-from xtune.services import free_port
+from xtune.host.services import free_port
+from xtune.tuning.metrics import Metrics
 
 
 def test_prometheus_scrapes_knob_and_margin_series(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from conftest import HERE, Lab
 from xtune import paths
-from xtune.services import free_port
+from xtune.host.services import free_port
 
 XTUNE = str(paths.ROOT / ".venv/bin/xtune")
 
@@ -43,7 +43,7 @@ def test_run_trials_report(lab: Lab, tmp_path: Path) -> None:
 def test_sweep_records_every_value_under_every_regime_then_restores(lab: Lab, tmp_path: Path) -> None:
     """`xtune sweep` applies each value through xrtd under each load and records labelled cells
     that the regime trainer reads; the sysctl is back at its original value afterwards."""
-    from xtune.regimes import read_landscape
+    from xtune.learning.regimes import read_landscape
 
     original = lab.net.sysctl(lab.net.receiver, "net.ipv4.tcp_rmem").split()[2]
     bulk = f"{lab.bulk} --server-netns {lab.net.path(lab.net.receiver)}"

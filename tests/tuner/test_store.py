@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xtune.store import Store, StoredTrial
+from xtune.trials.store import Store, StoredTrial
 
 
 def test_round_trip(tmp_path: Path) -> None:

@@ -8,17 +8,17 @@ import time
 from pathlib import Path
 
 from conftest import Lab
-from xtune.actuator import Actuator
 from xtune.config import load_text
-from xtune.loop import Runner
-from xtune.metrics import Metrics
+from xtune.knobs.actuator import Actuator
+from xtune.learning.replay import replay_policy
+from xtune.learning.train import dataset, train_tree
 from xtune.policies.tree import TreeModel, TreePolicy
-from xtune.policy_replay import replay_policy
-from xtune.recording import Decision, RecordingReader, RecordingWriter
-from xtune.signals import ShmFrameReader
-from xtune.store import Store
-from xtune.train import dataset, train_tree
-from xtune.workload import Workload
+from xtune.signals.frames import ShmFrameReader
+from xtune.signals.recording import Decision, RecordingReader, RecordingWriter
+from xtune.trials.store import Store
+from xtune.tuning.loop import Runner
+from xtune.tuning.metrics import Metrics
+from xtune.tuning.workload import Workload
 
 FEATURES = ["tcp.srtt.p99", "func.bulk_chunk.rate"]
 

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from xtune import expr
+from xtune.config import expr
 
 
 def _slo_line(line: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from xtune.config.schema import SloFile
 from xtune.policies.base import Outcome, TrialPolicy
-from xtune.store import StoredTrial
+from xtune.trials.store import StoredTrial
 
 
 def make_policy(slo: SloFile, bounds: dict[int, float], warm: list[StoredTrial] | None = None) -> TrialPolicy:

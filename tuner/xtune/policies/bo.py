@@ -26,7 +26,7 @@ from typing import Any
 
 from xtune.config.schema import SloFile
 from xtune.policies.base import Outcome, TrialPolicy
-from xtune.store import StoredTrial
+from xtune.trials.store import StoredTrial
 
 
 def _spec(slo: SloFile, bounds: dict[int, float]) -> dict[str, Any]:

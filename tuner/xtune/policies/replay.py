@@ -6,7 +6,7 @@ from typing import Any
 
 from xtune.config.schema import SloFile
 from xtune.policies.base import TrialPolicy
-from xtune.recording import RecordingReader
+from xtune.signals.recording import RecordingReader
 
 
 class ReplayPolicy(TrialPolicy):

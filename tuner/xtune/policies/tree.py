@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from xtune.expr import FeatureReader, is_name
+from xtune.config.expr import FeatureReader, is_name
 
 MODEL_VERSION = 1
 

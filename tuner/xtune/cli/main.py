@@ -1,0 +1,31 @@
+"""The `xtune` command: one sub-command group per concern, each defined in its own module.
+
+Each concern module exposes a `typer.Typer` (or plain commands) and is registered below by one line.
+"""
+
+import typer
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help="xtune: autotune perf-consts.")
+
+
+@app.command()
+def version() -> None:
+    """Print the xtune version."""
+    from xtune import __version__
+
+    typer.echo(__version__)
+
+
+# Registration: one line per concern module (keep sorted).
+app.add_typer(__import__("xtune.cli.knobs", fromlist=["app"]).app)  # knobs: register, set, rollback
+app.add_typer(__import__("xtune.cli.observe", fromlist=["app"]).app)  # observe, record, replay
+app.add_typer(__import__("xtune.cli.sie", fromlist=["app"]).app)  # analyze [--kernel], sie
+app.add_typer(__import__("xtune.cli.tune", fromlist=["app"]).app)  # run, trials, report, train, demo
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,248 @@
+"""`xtune run FILE`, `trials`, `report`, `train`, `demo`: the tuning loop's commands."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from xtune import paths
+
+DEFAULT_DB = os.environ.get("XTUNE_DB", f"sqlite:///{paths.BUILD / 'xtune-trials.db'}")
+
+app = typer.Typer(no_args_is_help=True)
+
+DbOption = Annotated[str, typer.Option(help="Trial store URL (SQLAlchemy: sqlite:///..., postgresql://...).")]
+
+
+@app.command()
+def run(
+    file: Annotated[Path, typer.Argument(help="SLO file (YAML).")],
+    db: DbOption = DEFAULT_DB,
+    xrtd_socket: Annotated[
+        str, typer.Option(help="xrtd control socket (default: the file's, else the system's).")
+    ] = "",
+    metrics_addr: Annotated[str, typer.Option(help="Prometheus exporter HOST:PORT.")] = paths.PROMETHEUS_ADDR,
+    var: Annotated[
+        list[str] | None, typer.Option(help="NAME=VALUE for ${NAME} in the file (repeatable).")
+    ] = None,
+    report: Annotated[Path | None, typer.Option(help="Write the report to this directory when done.")] = None,
+) -> None:
+    """Run the tuning job an SLO file describes."""
+    from rich.console import Console
+
+    from xtune.config import ConfigError, load
+    from xtune.knobs.actuator import Actuator
+    from xtune.policies import make_policy
+    from xtune.signals.frames import ShmFrameReader, ZmqFrameReader
+    from xtune.trials.report import write_report
+    from xtune.trials.store import Store
+    from xtune.tuning.console import Progress, before_after
+    from xtune.tuning.loop import Runner
+    from xtune.tuning.metrics import Metrics
+    from xtune.tuning.workload import Workload
+
+    console = Console()
+    variables = dict(v.split("=", 1) for v in var or [] if "=" in v)
+    try:
+        slo = load(file, variables)
+    except ConfigError as e:
+        typer.echo(str(e), err=True)
+        raise typer.Exit(2) from e
+    store = Store(db)
+    metrics = Metrics(slo.name)
+    host, _, port = metrics_addr.rpartition(":")
+    metrics.serve(host or "127.0.0.1", int(port))
+    actuator = Actuator(xrtd_socket or slo.xrtd_socket or paths.XRTD_SOCKET, slo.knobs)
+    workload = Workload(slo.workload) if slo.workload else None
+    if slo.benchmark is not None:  # windows are benchmark runs, not observer frames
+        from xtune.tuning.bench_loop import BenchRunner, NoFrames, SkipFailed
+
+        reader = NoFrames()
+        runner = BenchRunner(slo, actuator, reader, store, metrics, workload, Progress(console))
+    else:
+        reader = ZmqFrameReader(slo.signals.zmq) if slo.signals.zmq else ShmFrameReader(slo.signals.shm)
+        runner = Runner(slo, actuator, reader, store, metrics, workload, Progress(console))
+    try:
+        warm = store.trials(name=slo.name)
+        if slo.benchmark is not None:
+            result = runner.run(lambda bounds: SkipFailed(make_policy(slo, bounds, warm)))
+        else:
+            result = runner.run(lambda bounds: make_policy(slo, bounds, warm))
+    finally:
+        runner.close()
+        reader.close()
+        metrics.close()
+    before_after(result, console)
+    if report is not None:
+        console.print(f"report: {write_report(store, result.experiment_id, report)}")
+
+
+@app.command()
+def trials(
+    db: DbOption = DEFAULT_DB,
+    experiment: Annotated[str, typer.Option(help="Only runs of this experiment name.")] = "",
+) -> None:
+    """List stored runs and their trials."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from xtune.trials.store import Store
+
+    store = Store(db)
+    console = Console()
+    for exp in store.experiments(experiment or None):
+        table = Table(title=f"run {exp.id}: {exp.name} {exp.result or ''}")
+        for col in ("trial", "policy", "values", "status", "objective", "sem"):
+            table.add_column(col)
+        for t in store.trials(exp.id):
+            table.add_row(
+                str(t.index), t.policy, str(t.params), t.status, f"{t.objective}", f"{t.objective_sem}"
+            )
+        console.print(table)
+
+
+@app.command()
+def report(
+    run_id: Annotated[int, typer.Argument(help="Run id (see `xtune trials`).")],
+    out: Annotated[Path, typer.Option(help="Output directory.")] = Path("xtune-report"),
+    db: DbOption = DEFAULT_DB,
+) -> None:
+    """Write PNG plots and an HTML page for a stored run."""
+    from xtune.trials.report import write_report
+    from xtune.trials.store import Store
+
+    typer.echo(str(write_report(Store(db), run_id, out)))
+
+
+@app.command()
+def train(
+    recordings: Annotated[list[Path], typer.Argument(help="Recordings with frames and decisions.")],
+    knob: Annotated[list[str], typer.Option(help="Knob the tree decides (repeatable).")],
+    out: Annotated[Path, typer.Option(help="Model file (JSON) to write.")],
+    feature: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="A signal, an expression over signals or ewma(EXPR, N) (repeatable; default: all signals)."
+        ),
+    ] = None,
+    max_depth: Annotated[int, typer.Option(help="Tree depth limit.")] = 8,
+    objective: Annotated[
+        str | None,
+        typer.Option(help="Sweep recordings: label each regime with the value minimizing this signal."),
+    ] = None,
+    throughput: Annotated[
+        str | None, typer.Option(help="Sweep recordings: the signal that must stay >= 95 % of the best.")
+    ] = None,
+    heldout: Annotated[
+        list[Path] | None, typer.Option(help="Sweep recordings kept out of training, for the card.")
+    ] = None,
+    objective_quantile: Annotated[
+        float | None,
+        typer.Option(
+            help="Sweep recordings: judge a cell by this quantile of its windows' objective, not the mean."
+        ),
+    ] = None,
+    tolerance: Annotated[
+        float, typer.Option(help="Sweep recordings: values within this share of a regime's best tie there.")
+    ] = 0.0,
+    neighbours: Annotated[
+        int, typer.Option(help="Sweep recordings: a label must also suit this many nearest regimes.")
+    ] = 0,
+    watch: Annotated[
+        list[str] | None,
+        typer.Option(help="Sweep recordings: a signal the guard watches, outside the tree (repeatable)."),
+    ] = None,
+) -> None:
+    """Train a decision-tree policy from recordings.
+
+    Without --objective, the labels are the recorded knob decisions. With --objective and
+    --throughput, the recordings are sweeps (every value applied in every load regime) and the
+    label of a regime is its measured best value; the card reports held-out accuracy and regret."""
+    from xtune.learning.train import train_regimes, train_tree
+
+    try:
+        if objective or throughput:
+            if not (objective and throughput) or len(knob) != 1:
+                raise ValueError("sweep training needs --objective, --throughput and exactly one --knob")
+            model = train_regimes(
+                recordings,
+                heldout or [],
+                knob[0],
+                objective,
+                throughput,
+                out,
+                feature or None,
+                max_depth,
+                objective_quantile=objective_quantile,
+                tolerance=tolerance,
+                neighbours=neighbours,
+                watch=watch or (),
+            )
+        else:
+            model = train_tree(recordings, knob, out, feature or None, max_depth)
+    except (ValueError, OSError) as e:
+        typer.echo(f"xtune train: {e}", err=True)
+        raise typer.Exit(2) from e
+    typer.echo(f"{out}: {model.card}")
+
+
+@app.command()
+def sweep(
+    file: Annotated[Path, typer.Argument(help="SLO file: its knobs, xrtd socket and signal source.")],
+    knob: Annotated[str, typer.Option(help="The knob to sweep (one of the file's).")],
+    values: Annotated[str, typer.Option(help="Comma-separated values, each applied under every regime.")],
+    regime: Annotated[list[str], typer.Option(help="NAME=COMMAND: a load regime (repeatable).")],
+    out: Annotated[Path, typer.Option(help="Recording to write.")],
+    seconds: Annotated[float, typer.Option(help="Seconds recorded per value and regime.")] = 2.0,
+    settle: Annotated[float, typer.Option(help="Seconds dropped after each change.")] = 0.5,
+    rounds: Annotated[int, typer.Option(help="Times the whole sweep is repeated.")] = 1,
+    xrtd_socket: Annotated[str, typer.Option(help="xrtd control socket (default: the file's).")] = "",
+    var: Annotated[list[str] | None, typer.Option(help="NAME=VALUE for ${NAME} in the file.")] = None,
+) -> None:
+    """Record a knob's landscape for training: every value under every load regime."""
+    from xtune.config import ConfigError, load
+    from xtune.knobs.actuator import Actuator
+    from xtune.learning.sweep import parse_regimes, record_sweep
+    from xtune.signals.frames import ShmFrameReader, ZmqFrameReader
+
+    variables = dict(v.split("=", 1) for v in var or [] if "=" in v)
+    try:
+        slo = load(file, variables)
+        regimes = parse_regimes(regime)
+        grid = [int(v) for v in values.split(",") if v.strip()]
+        if knob not in {k.name for k in slo.knobs}:
+            raise ValueError(f"{file}: no knob {knob!r} (knobs: {', '.join(k.name for k in slo.knobs)})")
+    except (ConfigError, ValueError) as e:
+        typer.echo(f"xtune sweep: {e}", err=True)
+        raise typer.Exit(2) from e
+    actuator = Actuator(xrtd_socket or slo.xrtd_socket or paths.XRTD_SOCKET, slo.knobs)
+    reader = ZmqFrameReader(slo.signals.zmq) if slo.signals.zmq else ShmFrameReader(slo.signals.shm)
+    try:
+        n = record_sweep(
+            actuator, reader, knob, grid, regimes, out, seconds, settle, rounds, progress=typer.echo
+        )
+    finally:
+        reader.close()
+        actuator.close(restore=True)
+    typer.echo(f"{out}: {n} frames, {len(grid)} values x {len(regimes)} regimes x {rounds} rounds")
+
+
+@app.command()
+def demo(
+    short: Annotated[
+        bool, typer.Option("--short", help="A small budget (for tests): about a minute.")
+    ] = False,
+    budget: Annotated[int, typer.Option(help="Trials (default 14, or 4 with --short).")] = 0,
+    out: Annotated[Path, typer.Option(help="Where the trial store and the report go.")] = paths.BUILD
+    / "demo",
+) -> None:
+    """Tune a bulk TCP flow's socket buffer limits through a bottleneck (real BPF, real sysctls), then a
+    dataplane server's compiled-in RX_BATCH_SIZE through SIE on the running binary."""
+    from xtune.demo.run import run_demo
+
+    run = run_demo(out, short=short, budget=budget or None)
+    if run.result.best is None:
+        raise typer.Exit(1)

@@ -1,0 +1,103 @@
+"""`xtune demo`: a real tuning job on an embedded workload, end to end, on this host.
+
+It builds the network of `bottleneck.py` (three namespaces, 100 Mbit/s token bucket with a deep
+queue), starts private xobserve (tcp + func families; the func family uprobes the workload's
+receiver so throughput is an observer signal) and xrtd instances, and tunes the per-namespace
+tcp_rmem / tcp_wmem maxima with BO from `experiments/demo/bufferbloat.yaml`: minimize the p99
+smoothed RTT while keeping at least 95 % of the baseline throughput. It prints the before/after
+table and writes the report; the knobs are restored and everything is torn down on exit.
+
+Then the second phase (`demo_sie.py`): a compiled-in constant of an unmodified running binary
+(the dataplane server's RX_BATCH_SIZE) tuned through SIE, with its own table and report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+from xtune import paths
+from xtune.config import load
+from xtune.config.schema import SloFile
+from xtune.demo.bottleneck import Bottleneck
+from xtune.demo.sie_phase import SiePhase, run_sie_phase
+from xtune.host.services import Services, free_port
+from xtune.knobs.actuator import Actuator
+from xtune.policies import make_policy
+from xtune.signals.frames import ShmFrameReader
+from xtune.trials.report import write_report
+from xtune.trials.store import Store
+from xtune.tuning.console import Progress, before_after
+from xtune.tuning.loop import Runner, RunResult
+from xtune.tuning.metrics import Metrics
+from xtune.tuning.workload import Workload
+
+TEMPLATE = paths.ROOT / "experiments" / "demo" / "bufferbloat.yaml"
+
+
+@dataclass
+class DemoRun:
+    result: RunResult
+    report: Path
+    store_url: str
+    metrics_port: int
+    sie: SiePhase
+
+
+def demo_slo(net: Bottleneck, budget: int, short: bool) -> SloFile:
+    variables = {
+        "RECEIVER_NETNS": net.path(net.receiver),
+        "SENDER_NETNS": net.path(net.sender),
+        "RECEIVER_ADDR": net.receiver_addr,
+        "BULK": str(paths.binary("xtune-bulk")),
+        "BUDGET": str(budget),
+    }
+    slo = load(TEMPLATE, variables)
+    if short:
+        policy = slo.policy.model_copy(update={"init_trials": 2, "baseline_windows": 4})
+        slo = slo.model_copy(update={"policy": policy})
+    return slo
+
+
+def run_demo(
+    out_dir: str | Path,
+    short: bool = False,
+    budget: int | None = None,
+    metrics_port: int | None = None,
+    console: Console | None = None,
+) -> DemoRun:
+    console = console or Console()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    db = out / "trials.db"
+    db.unlink(missing_ok=True)
+    store = Store(f"sqlite:///{db}")
+    budget = budget or (4 if short else 14)
+    bulk = paths.binary("xtune-bulk")
+    with Bottleneck() as net, Services(["tcp", "func"], funcs=[f"{bulk}:bulk_chunk"]) as svc:
+        slo = demo_slo(net, budget, short)
+        console.print(
+            f"[bold]xtune demo[/]: bulk TCP {net.sender} -> {net.receiver} through a {net.rate_mbit} Mbit/s "
+            f"bottleneck; tuning {', '.join(k.target for k in slo.knobs)} with {slo.policy.kind} "
+            f"(budget {slo.policy.budget})"
+        )
+        metrics = Metrics(slo.name)
+        port = metrics.serve(port=metrics_port if metrics_port is not None else free_port())
+        console.print(f"Prometheus metrics on http://127.0.0.1:{port}/metrics")
+        actuator = Actuator(svc.xrtd_socket, slo.knobs)
+        reader = ShmFrameReader(svc.signals_shm)
+        assert slo.workload is not None
+        runner = Runner(slo, actuator, reader, store, metrics, Workload(slo.workload), Progress(console))
+        try:
+            result = runner.run(lambda bounds: make_policy(slo, bounds))
+        finally:
+            runner.close()
+            reader.close()
+            metrics.close()
+    before_after(result, console)
+    report = write_report(store, result.experiment_id, out / "report")
+    console.print(f"report: {report}")
+    sie = run_sie_phase(out, store, short, None, console)
+    return DemoRun(result, report, store.url, port, sie)

@@ -1,0 +1,159 @@
+"""`xtune demo`, second phase: a compiled-in constant of a running, unmodified binary, tuned
+through SIE.
+
+The dataplane server of `experiments/dataplane` (RX_BATCH_SIZE = 64 compiled in) runs under an
+open-loop Poisson load. `xtune analyze` of its spec gives the scope table; a plan made from it is
+registered in the demo's private xrtd as the `sie-user` knob `<pid>:<plan>`, so every trial is an
+xrtd transaction that arms / retunes the spans in the live process. The objective is an observer
+signal: xobserve's func family uprobes `serve_batch()` (a batch's first request, pickup to
+reply). The same Runner and policies as the first phase do the tuning. On exit the knob is
+restored (xrtd disarms: original bytes), and the demo checks the process text byte by byte.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+from xtune import paths
+from xtune.config import load
+from xtune.config.schema import SloFile
+from xtune.host.services import Services, free_port
+from xtune.knobs.actuator import Actuator
+from xtune.policies import make_policy
+from xtune.sie import attach as eng
+from xtune.sie.analyze import analyze
+from xtune.sie.scope import ScopeTable
+from xtune.sie.spec import load_spec
+from xtune.signals.frames import ShmFrameReader
+from xtune.trials.report import write_report
+from xtune.trials.store import Store
+from xtune.tuning.console import Progress, before_after
+from xtune.tuning.loop import Runner, RunResult
+from xtune.tuning.metrics import Metrics
+from xtune.tuning.workload import Workload
+
+TEMPLATE = paths.ROOT / "experiments" / "demo" / "dataplane.yaml"
+SPEC = paths.ROOT / "experiments" / "dataplane" / "rx_batch.toml"
+CONST = "RX_BATCH_SIZE"
+LIGHT_LOAD = "3000:4"  # requests per second:flows, the load of experiments/demo/dataplane.yaml
+PROBE = "serve_batch"
+KNOB = "rx_batch_size"
+
+
+@dataclass
+class SiePhase:
+    result: RunResult
+    report: Path
+    text_restored: bool
+    client_p50_us: dict[int, float]  # RX_BATCH_SIZE -> the load generator's p50 latency
+
+
+class Server:
+    """The analyzed server binary on a free UDP port, until closed."""
+
+    def __init__(self, binary: Path) -> None:
+        self.port = free_port()
+        self.proc = subprocess.Popen([str(binary), str(self.port)], stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        if self.proc.stdout.readline().strip() != "ready":
+            self.close()
+            raise RuntimeError(f"dataplane server {binary} did not start")
+
+    def load_p50_us(self, seconds: int) -> float:
+        """The load generator's own p50 request latency (send to reply) over one light phase."""
+        gen = paths.binary("dataplane-loadgen")
+        out = subprocess.run(
+            [str(gen), str(self.port), f"{seconds}:{LIGHT_LOAD}"], capture_output=True, text=True, check=True
+        ).stdout
+        line = next(x for x in out.splitlines() if x.startswith("{"))
+        return float(json.loads(line)["p50_us"])
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+def client_check(server: Server, table: ScopeTable, chosen: int, seconds: int) -> dict[int, float]:
+    """Latency seen by the client, independent of the observer: compiled value, then the chosen
+    one through the SIE engine directly (attached and detached here, xrtd is gone by now)."""
+    p50 = {table.const(CONST).values[0]: server.load_p50_us(seconds)}
+    eng.attach(server.proc.pid, table, "", [CONST], timeout_ms=5000)
+    try:
+        eng.set_value(server.proc.pid, CONST, chosen, table.const(CONST))
+        p50[chosen] = server.load_p50_us(seconds)
+    finally:
+        eng.detach(server.proc.pid, timeout_ms=5000)
+    return p50
+
+
+def sie_slo(pid: int, plan: Path, port: int, budget: int, short: bool) -> SloFile:
+    variables = {
+        "SERVER_PID": str(pid),
+        "PLAN": str(plan),
+        "PORT": str(port),
+        "LOADGEN": str(paths.binary("dataplane-loadgen")),
+        "POLICY": "grid" if short else "bo",
+        "BUDGET": str(budget),
+    }
+    return load(TEMPLATE, variables)
+
+
+def run_sie_phase(out: Path, store: Store, short: bool, budget: int | None, console: Console) -> SiePhase:
+    table = analyze(load_spec(SPEC))
+    const = table.const(CONST)
+    if not const.tunable:
+        raise RuntimeError(f"{CONST} is not tunable: {'; '.join(r.reason for r in const.refusals)}")
+    binary = Path(table.binary.path)
+    budget = budget or (3 if short else 6)
+    with tempfile.TemporaryDirectory(prefix="xtune-demo-sie-") as tmp:
+        plan = Path(tmp) / "rx_batch.plan"
+        plan.write_text(eng.plan_text(table, {CONST: 0}, "/dev/shm/xtune.knobs"))
+        server = Server(binary)
+        try:
+            with Services(["func"], funcs=[f"{binary}:{PROBE}"]) as svc:
+                slo = sie_slo(server.proc.pid, plan, server.port, budget, short)
+                console.print(
+                    f"\n[bold]xtune demo, SIE phase[/]: dataplane server pid {server.proc.pid} "
+                    f"(unmodified, {CONST} compiled in; {len(const.spans)} spans in the scope table) "
+                    f"under Poisson load; tuning {CONST} through xrtd's sie-user backend with "
+                    f"{slo.policy.kind} (budget {slo.policy.budget})"
+                )
+                result = _tune(slo, svc, store, console)
+            restored = eng.spans_hold_original(server.proc.pid, table)
+            chosen = int((result.best or {}).get(KNOB, table.const(CONST).values[0]))
+            p50 = client_check(server, table, chosen, 2 if short else 3)
+            restored = restored and eng.spans_hold_original(server.proc.pid, table)
+        finally:
+            server.close()
+    before_after(result, console)
+    console.print(
+        f"{CONST} restored on exit: process text "
+        + ("byte-exact (original)" if restored else "[red]NOT original[/]")
+    )
+    console.print(
+        "client-measured p50 latency (load generator, send to reply): "
+        + ", ".join(f"{CONST} {v}: {us:.0f} us" for v, us in p50.items())
+    )
+    report = write_report(store, result.experiment_id, out / "report-sie")
+    console.print(f"report: {report}")
+    return SiePhase(result, report, restored, p50)
+
+
+def _tune(slo: SloFile, svc: Services, store: Store, console: Console) -> RunResult:
+    metrics = Metrics(slo.name)
+    actuator = Actuator(svc.xrtd_socket, slo.knobs)
+    reader = ShmFrameReader(svc.signals_shm)
+    assert slo.workload is not None
+    runner = Runner(slo, actuator, reader, store, metrics, Workload(slo.workload), Progress(console))
+    try:
+        return runner.run(lambda bounds: make_policy(slo, bounds))
+    finally:
+        runner.close()
+        reader.close()
+        metrics.close()

@@ -1,0 +1,101 @@
+"""The tuner's side of xrtd: register the file's knobs, apply values as one transaction, roll back.
+
+A thin adapter over `xtune.knobs.table.KnobClient` (the knob plane's client): every change carries a
+reason for xrtd's audit log, every set of values is one transaction (all or nothing), the lease is
+renewed from a background thread while the loop runs, and `finish` keeps or restores the values
+as the SLO file says. Per-window policies write `desired` straight into the shared table.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from xtune.config.schema import Knob
+from xtune.knobs.table import KnobClient, KnobError, KnobTable
+
+
+class Actuator:
+    def __init__(self, socket_path: str, knobs: list[Knob], lease_ms: int = 1000) -> None:
+        self.knobs = knobs
+        self.client = KnobClient(socket_path)
+        self.registered: list[str] = []
+        self.original: dict[str, Any] = {}
+        self.current: dict[str, Any] = {}
+        self.good: dict[str, Any] = {}
+        self._table: KnobTable | None = None
+        self._slots: dict[str, int] = {}
+        try:
+            for k in knobs:
+                lo, hi = k.range if k.range else (None, None)
+                reply = self.client.register(
+                    k.name, k.backend, k.target, min=lo, max=hi, step=k.step, enum=k.values, netns=k.netns
+                )
+                self.registered.append(k.name)
+                self.original[k.name] = reply["applied"]
+            self.current = dict(self.original)
+            self.good = dict(self.original)
+            self.client.start_lease(period=0.05, lease_ms=lease_ms)
+        except BaseException:
+            self.close(restore=True)
+            raise
+
+    def apply(self, values: dict[str, Any], reason: str) -> dict[str, Any]:
+        """Apply all values in one transaction; returns what xrtd applied (read back)."""
+        changed = {k: v for k, v in values.items() if self.current.get(k) != v}
+        if changed:
+            with self.client.transaction():
+                for name, value in changed.items():
+                    self.client.set(name, value, reason=reason)
+            for knob in self.client.list():
+                if knob["name"] in self.current:
+                    self.current[knob["name"]] = knob["applied"]
+        return dict(self.current)
+
+    def mark_good(self) -> None:
+        """The current values hold the SLO: lease expiry and rollbacks return here."""
+        self.client.good(self.registered)
+        self.good = dict(self.current)
+
+    def rollback(self, reason: str) -> dict[str, Any]:
+        """Back to the last good values through xrtd; returns them."""
+        for knob in self.client.rollback(self.registered, to="good", reason=reason):
+            self.current[knob["name"]] = knob["applied"]
+        return dict(self.current)
+
+    def table(self) -> KnobTable:
+        """The shared table (for writes from the fast path, no system call)."""
+        if self._table is None:
+            self._table = self.client.table()
+            self._slots = {name: self._table.index(name) for name in self.registered}
+        return self._table
+
+    def write_desired(self, values: dict[str, int]) -> None:
+        """Fast-path write of desired values; xrtd checks, journals and applies them."""
+        table = self.table()
+        for name, value in values.items():
+            table.write_desired(self._slots[name], int(value))
+        table.ring()
+        self.current.update(values)
+
+    def read_applied(self) -> dict[str, int]:
+        table = self.table()
+        return {name: table.read(slot).applied for name, slot in self._slots.items()}
+
+    def close(self, restore: bool) -> None:
+        """Stop the lease; keep the values in place, or restore the originals."""
+        with contextlib.suppress(KnobError, OSError):
+            self.client.stop_lease(release=True)
+            if restore:
+                if self.registered:
+                    self.client.rollback(self.registered, to="original", reason="tuning finished: restore")
+            elif self.registered:
+                self.client.keep(self.registered)
+        if self._table is not None:
+            self._table.close()
+            self._table = None
+        if restore:
+            for name in self.registered:
+                with contextlib.suppress(KnobError, OSError):
+                    self.client.unregister(name)
+        self.client.close()

@@ -1,0 +1,266 @@
+"""From builds of one unit to the scope table: diff, lift, place spans, synthesize, slice."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+from xtune.sie.differ import FunctionDiff, diff_data, diff_functions
+from xtune.sie.elfcode import ElfCode
+from xtune.sie.lift import Unsupported, lift
+from xtune.sie.scope import (
+    BinaryId,
+    PerfConst,
+    Refusal,
+    SafeRange,
+    ScopeTable,
+    SourceLocation,
+    Span,
+    StateExpr,
+    Update,
+)
+from xtune.sie.spans import STORED, place, safe_span, start_location
+from xtune.sie.spec import Spec
+from xtune.sie.synth import SynthError, relocated, seed_piece, trampoline
+from xtune.sie.variants import build_one, build_variants
+
+
+def analyze(spec: Spec) -> ScopeTable:
+    """Build with every value of the spec and derive the scope table of the first build.
+
+    Expressions fitted from a few builds may hold only for the kind and range of values analyzed,
+    so validation builds decide what `set` accepts:
+    - a value coprime to every analyzed value decides whether the expressions hold for any V (a
+      mask V - 1, a shift by log2 V or a vectorized loop fit the analyzed values and mean
+      something else for others); if not, an odd multiple of their gcd decides between "multiples
+      of the gcd" and "powers of two" (the only other form the fit knows), else the constant is
+      refused;
+    - compilers fold facts that hold for the values built (e.g. `7 <= V` removing a first loop
+      test): builds with smaller and larger values bound the range where the same spans hold."""
+    t0 = time.monotonic()
+    src = SourceLocation(str(spec.source), spec.line, spec.constant)
+    values = spec.values
+    outputs = build_variants(spec)
+
+    def scope(paths: list[Path], vals: list[int]) -> ScopeTable:
+        return analyze_binaries(paths, vals, spec.constant, src, spec.function_filter, spec.persistent)
+
+    table = scope(outputs, values)
+    const = table.consts[0]
+    if not const.tunable:
+        table.analysis_seconds = round(time.monotonic() - t0, 3)
+        return table
+
+    def why_not(extra: int) -> str:
+        """Why a build with `extra` does not give the same spans ("" when it does)."""
+        wide = scope([*outputs, build_one(spec, extra)], [*values, extra]).consts[0]
+        if not wide.tunable:
+            r = wide.refusals[0]
+            return f"{r.function}: {r.reason}"
+        if [(s.function, s.start) for s in wide.spans] != [(s.function, s.start) for s in const.spans]:
+            return "the spans differ"
+        return ""
+
+    coprime = _coprime_to(values)
+    why = why_not(coprime)
+    if why:
+        table.notes.append(f"with {spec.constant}={coprime} (coprime to the values analyzed): {why}")
+        g = math.gcd(*values)
+        odd = next(g * m for m in range(3, 1000, 2) if g * m not in values)
+        why_odd = why_not(odd) if g > 1 else "the values analyzed have no common divisor"
+        if not why_odd:
+            const.multiple_of = g
+            _add_constraint(const, f"multiple of {g}")
+        elif all(v > 0 and v & (v - 1) == 0 for v in values):
+            const.power_of_two = True
+            _add_constraint(const, "power of two")
+            table.notes.append(f"with {spec.constant}={odd}: {why_odd}; values must be powers of two")
+        else:
+            const.refusals.append(
+                Refusal(
+                    "",
+                    "the code holds only for the values analyzed",
+                    f"with {spec.constant}={coprime}: {why}; with {spec.constant}={odd}: {why_odd}",
+                )
+            )
+            table.analysis_seconds = round(time.monotonic() - t0, 3)
+            return table
+    low, high = min(values), max(values)
+    for probe in (1, low // 4):
+        if 0 < probe < low and _allowed(const, probe) and not why_not(probe):
+            const.min_value = probe
+            break
+    else:
+        table.notes.append(f"the spans hold for the values analyzed, not below {low}")
+    probe = high * 4
+    if _allowed(const, probe) and not why_not(probe):
+        const.max_value = probe
+    else:
+        table.notes.append(f"the spans hold for the values analyzed, not above {high}")
+    table.analysis_seconds = round(time.monotonic() - t0, 3)
+    return table
+
+
+def _coprime_to(values: list[int]) -> int:
+    """A value near the original that shares no factor with any analyzed value."""
+    v = values[0] + abs(values[0]) // 2 + 1
+    while v in values or any(math.gcd(v, x) != 1 for x in values):
+        v += 1
+    return v
+
+
+def _allowed(const: PerfConst, value: int) -> bool:
+    """`value` meets the constraints found so far (the range aside)."""
+    if const.power_of_two and (value <= 0 or value & (value - 1)):
+        return False
+    return value % const.multiple_of == 0
+
+
+def _add_constraint(const: PerfConst, text: str) -> None:
+    if text not in const.constraint:
+        const.constraint = f"{const.constraint}; {text}" if const.constraint else text
+
+
+def analyze_binaries(
+    paths: list[Path],
+    values: list[int],
+    name: str,
+    source: SourceLocation,
+    only: str = "",
+    persistent: bool = False,
+) -> ScopeTable:
+    """Scope table for `name` from builds `paths` (same unit, constant = `values[i]` in paths[i])."""
+    t0 = time.monotonic()
+    codes = [ElfCode(p) for p in paths]
+    const = PerfConst(name, source, list(values), [], [])
+    for obj, size in codes[0].objects.items():
+        sizes = [c.objects.get(obj) for c in codes]
+        if any(sz != size for sz in sizes):
+            const.refusals.append(
+                Refusal(
+                    obj, "the constant changes data layout", f"object {obj} has sizes {sizes} in the builds"
+                )
+            )
+    for dd in diff_data(codes):
+        const.refusals.append(
+            Refusal(
+                dd.where, f"the constant also lives in data ({dd.section}): SIE retunes code only", dd.detail
+            )
+        )
+    for d in diff_functions(codes, only):
+        _function(d, codes[0], values, const, persistent)
+    if not const.spans and not const.refusals:
+        const.refusals.append(Refusal("", "no function's code depends on the constant in these builds"))
+    if any(s.state.form == "log2" for s in const.spans):
+        const.power_of_two = True
+        _add_constraint(const, "power of two")
+    if const.spans:  # what the builds show; validation builds (analyze) may widen it
+        const.min_value, const.max_value = min(values), max(values)
+    functions = list(dict.fromkeys(s.function for s in const.spans))
+    for s in const.spans:  # spans of one function can run within one activation
+        s.group = functions.index(s.function)
+    return ScopeTable(binary_id(codes[0]), [const], analysis_seconds=round(time.monotonic() - t0, 3))
+
+
+def binary_id(code: ElfCode) -> BinaryId:
+    """The identity of the binary a scope table describes (the build with the compiled value)."""
+    return BinaryId(str(code.path), code.build_id, code.sha256, code.elf_type, code.load_vaddr)
+
+
+def _function(d: FunctionDiff, code: ElfCode, values: list[int], const: PerfConst, persistent: bool) -> None:
+    if d.outside_filter:
+        why = d.shape_error or f"{len(d.seeds)} operands differ"
+        const.refusals.append(
+            Refusal(
+                d.name,
+                "the code depends on the constant outside the `functions` filter: widen the filter to it",
+                why,
+            )
+        )
+        return
+    if d.shape_error:
+        const.refusals.append(Refusal(d.name, "code shape depends on the constant", d.shape_error))
+        return
+    fn = code.functions[d.name]
+    covered: set[int] = set()
+    seeds = {s.index: s for s in d.seeds}
+    for seed in d.seeds:
+        if seed.index in covered:
+            continue
+        ins = d.insns[seed.index]
+        try:
+            span = _span(d, fn.vaddr, fn.section, seed.index, seeds, values, persistent)
+        except (Unsupported, SynthError) as e:
+            const.refusals.append(Refusal(d.name, str(e), f"+{ins.off:#x}: {ins.mnemonic} {ins.op_str}"))
+            continue
+        except Escape as e:
+            const.refusals.append(
+                Refusal(
+                    d.name,
+                    f"{e}: an old value would stay in use after a change",
+                    "set `persistent = true` in the spec if the program copes with values of the"
+                    " constant that outlive the function (the safe span is then the whole function)",
+                )
+            )
+            continue
+        covered |= {i.index for i in d.insns if span.start <= i.off < span.end}
+        const.spans.append(span)
+
+
+class Escape(Exception):
+    """The value outlives the span (stored to memory, passed to a callee) and the spec did not opt in."""
+
+
+def _span(  # type: ignore[no-untyped-def]
+    d: FunctionDiff, vaddr: int, section: str, first: int, seeds: dict, values: list[int], persistent: bool
+) -> Span:
+    insns = d.insns
+    where = place(insns, first, vaddr)
+    lifted = lift(insns[first], seeds[first], values)
+    pieces = []
+    texts = []
+    exprs = []
+    for k in range(where.first, where.last + 1):
+        if k in seeds:
+            lk = lifted if k == first else lift(insns[k], seeds[k], values)
+            exprs.append(lk.text)
+            code, relocs, text = seed_piece(lk, insns[k])
+            pieces.append((code, relocs))
+            texts.append(text)
+        else:
+            pieces.append(relocated(insns[k]))
+    code, relocs = trampoline(pieces)
+    start, end = insns[where.first].off, insns[where.last].off + insns[where.last].size
+    loc = start_location(lifted.target, lifted.location, insns[first])
+    if "<memory>" in loc:
+        seed = insns[first]
+        where_stored = f"{STORED} at +{seed.off:#x} (`{seed.mnemonic} {seed.op_str}`)"
+        ranges, reason, escapes = (
+            [(0, insns[-1].off + insns[-1].size)],
+            f"{where_stored}: whole function",
+            True,
+        )
+    else:
+        ranges, reason, escapes = safe_span(insns, where.first, where.last, loc, vaddr)
+    if escapes and not persistent:
+        raise Escape(reason.removesuffix(": whole function"))
+    raw = b"".join(i.raw for i in insns[where.first : where.last + 1])
+    return Span(
+        function=d.name,
+        section=section,
+        func_vaddr=vaddr,
+        start=start,
+        end=end,
+        expected=raw.hex(),
+        state=StateExpr(
+            lifted.target, lifted.location, lifted.form, lifted.a, lifted.b, lifted.width, "; ".join(exprs)
+        ),
+        update=Update(lifted.kind, " | ".join(texts)),
+        patch=where.patch,
+        patch_reason=where.reason,
+        trampoline=code.hex(),
+        relocs=relocs,
+        safe=[SafeRange(s, e) for s, e in ranges],
+        safe_reason=reason,
+    )

@@ -1,0 +1,328 @@
+"""Driving the user-space SIE engine (build/bin/xsie-user) from a scope table.
+
+`attach` starts `xsie-user run`, which arms the process and stays attached; `set` sends the value
+over the engine's control socket and returns once the engine wrote it at a moment when no thread
+was inside the perf-const's spans (or raises its refusal). The value in effect is then recorded in
+the slot's `applied` of a knob table (a private one, or xrtd's; same layout as
+runtime/include/xtune/knob.h) for `status`; the trampolines read the engine's own words.
+Per attached pid a state folder keeps the plan, the engine's state and which slot is which.
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import signal
+import socket
+import struct
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from xtune import paths
+from xtune.sie.scope import PerfConst, ScopeError, ScopeTable
+
+MAGIC, VERSION, HEADER, SLOT, NSLOTS = 0x544B5458, 1, 4096, 512, 256
+TABLE_SIZE = HEADER + SLOT * NSLOTS
+OFF_BACKEND, OFF_MIN, OFF_MAX, OFF_ORIGINAL = 256, 264, 272, 288
+OFF_SEQ, OFF_APPLIED, OFF_STATE = 448, 456, 472
+BACKEND_SIE_USER, STATE_REGISTERED, STATE_APPLIED = 4, 1, 3
+STATE_ROOT = Path(os.environ.get("XTUNE_SIE_STATE", "/run/xtune/sie"))
+
+
+class SieError(RuntimeError):
+    pass
+
+
+def plan_text(table: ScopeTable, slots: dict[str, int], knobs_path: str, int3: bool = False) -> str:
+    """The engine's plan: one line per span (see runtime/sie/plan.c); `int3` forces the fallback."""
+    lines = [f"knobs {knobs_path} {TABLE_SIZE:x}", f"load_vaddr {table.binary.load_vaddr:x}"]
+    if table.binary.build_id:
+        lines.append(f"binary {table.binary.build_id} {table.binary.sha256}")
+    for c in table.consts:
+        if c.name not in slots:
+            continue
+        lines.append(f"const {c.name} {c.values[0]} {_bounds(c)}")
+        for s in c.spans:
+            relocs = " ".join(
+                f"{'knob' if r.kind == 'knob_abs64' else 'rel32'} {r.offset} {r.target & (2**64 - 1):x}"
+                for r in s.relocs
+            )
+            safe = " ".join(f"{s.func_vaddr + r.start:x} {s.func_vaddr + r.end:x}" for r in s.safe)
+            lines.append(
+                f"span {c.name} {slots[c.name]} {s.vaddr:x} {'int3' if int3 else s.patch}"
+                f" {s.expected} {s.trampoline}"
+                f" {len(s.relocs)} {relocs} {len(s.safe)} {safe}".replace("  ", " ")
+            )
+    return "\n".join(lines) + "\n"
+
+
+def _bounds(c: PerfConst) -> str:
+    """MIN MAX MULTIPLE_OF POW2 of a `const` line: the values the engine accepts for `c`."""
+    lo = "-" if c.min_value is None else str(c.min_value)
+    hi = "-" if c.max_value is None else str(c.max_value)
+    pow2 = getattr(c, "power_of_two", False) or c.constraint == "power of two"
+    return f"{lo} {hi} {getattr(c, 'multiple_of', 1)} {int(pow2)}"
+
+
+class KnobTable:
+    """A knob table file mapped read-write (standalone use, or xrtd's for reading)."""
+
+    def __init__(self, path: str, create: bool = False) -> None:
+        self.path = path
+        flags = os.O_RDWR | (os.O_CREAT if create else 0)
+        fd = os.open(path, flags, 0o600)
+        try:
+            if create and os.fstat(fd).st_size == 0:
+                os.ftruncate(fd, TABLE_SIZE)
+                self.mm = mmap.mmap(fd, TABLE_SIZE)
+                struct.pack_into("<IHHII", self.mm, 0, MAGIC, VERSION, HEADER, SLOT, NSLOTS)
+            else:
+                self.mm = mmap.mmap(fd, TABLE_SIZE)
+        finally:
+            os.close(fd)
+        # 8-byte fields go through a native int64 view: one aligned store, never torn for readers
+        # (struct.pack_into writes byte by byte).
+        self.words = memoryview(self.mm).cast("q")
+        magic, version = struct.unpack_from("<IH", self.mm, 0)
+        if magic != MAGIC or version != VERSION:
+            raise SieError(f"{path}: not an xtune knob table (magic {magic:#x}, version {version})")
+
+    def _base(self, slot: int) -> int:
+        return HEADER + slot * SLOT
+
+    def name(self, slot: int) -> str:
+        return bytes(self.mm[self._base(slot) : self._base(slot) + 64]).split(b"\0")[0].decode()
+
+    def register(self, name: str, original: int) -> int:
+        for slot in range(NSLOTS):
+            if not self.name(slot):
+                b = self._base(slot)
+                self.mm[b : b + SLOT] = bytes(SLOT)
+                self.mm[b : b + len(name)] = name.encode()
+                struct.pack_into("<I", self.mm, b + OFF_BACKEND, BACKEND_SIE_USER)
+                struct.pack_into("<qq", self.mm, b + OFF_MIN, -(2**63), 2**63 - 1)
+                struct.pack_into("<q", self.mm, b + OFF_ORIGINAL, original)
+                self.publish(slot, original, STATE_REGISTERED)
+                return slot
+        raise SieError(f"{self.path}: no free slot")
+
+    def free(self, slot: int) -> None:
+        b = self._base(slot)
+        self.mm[b : b + SLOT] = bytes(SLOT)
+
+    def applied(self, slot: int) -> int:
+        return self.words[(self._base(slot) + OFF_APPLIED) // 8]
+
+    def publish(self, slot: int, value: int, state: int = STATE_APPLIED) -> None:
+        """Seqlock write of `applied`: the trampoline's aligned 8-byte load sees old or new."""
+        b = self._base(slot)
+        seq = self.words[(b + OFF_SEQ) // 8]
+        self.words[(b + OFF_SEQ) // 8] = seq + 1 | 1
+        self.words[(b + OFF_APPLIED) // 8] = value
+        struct.pack_into("<I", self.mm, b + OFF_STATE, state)
+        self.words[(b + OFF_SEQ) // 8] = (seq + 1 | 1) + 1
+
+    def close(self) -> None:
+        self.words.release()
+        self.mm.close()
+
+
+@dataclass
+class Attachment:
+    pid: int
+    dir: Path
+    scope: str
+    knobs: str
+    slots: dict[str, int]
+    own_table: bool
+    server: int = 0  # pid of `xsie-user run`, attached until detach
+
+    @classmethod
+    def load(cls, pid: int) -> Attachment:
+        d = STATE_ROOT / str(pid)
+        meta = d / "meta.json"
+        if not meta.exists():
+            raise SieError(f"pid {pid}: not attached (no {meta})")
+        m = json.loads(meta.read_text())
+        return cls(pid, d, m["scope"], m["knobs"], m["slots"], m["own_table"], m.get("server", 0))
+
+    def save(self) -> None:
+        meta = {
+            "scope": self.scope,
+            "knobs": self.knobs,
+            "slots": self.slots,
+            "own_table": self.own_table,
+            "server": self.server,
+        }
+        (self.dir / "meta.json").write_text(json.dumps(meta, indent=1))
+
+
+def _check_pid(pid: int) -> None:
+    if not Path(f"/proc/{pid}").exists():
+        raise SieError(f"pid {pid}: no such process")
+
+
+def attach(
+    pid: int,
+    table: ScopeTable,
+    scope_path: str,
+    names: list[str] | None = None,
+    knobs: str = "",
+    timeout_ms: int = 2000,
+    force_int3: bool = False,
+) -> Attachment:
+    """Arm the perf-consts `names` (default: every tunable one) in one transaction.
+
+    `xsie-user run` stays attached as the process's tracer until detach: it makes every change
+    (and serves the int3 fallback's hits, for spans that need it or with `force_int3`)."""
+    _check_pid(pid)
+    d = STATE_ROOT / str(pid)
+    if (d / "meta.json").exists():
+        raise SieError(f"pid {pid}: already attached ({d}); detach first")
+    consts = [table.const(n) for n in names] if names else [c for c in table.consts if c.tunable]
+    for c in consts:
+        if not c.tunable:
+            why = "; ".join(f"{r.function}: {r.reason}" for r in c.refusals) or "no spans"
+            raise SieError(f"{c.name} is not tunable: {why}")
+        if any(s.update.probe is not None for s in c.spans):
+            raise SieError(f"{c.name}: kernel spans (kprobes for xsie.ko), not process trampolines")
+    if not consts:
+        raise SieError("no tunable perf-const in the scope table")
+    d.mkdir(parents=True, exist_ok=True)
+    own = not knobs
+    knobs_path = knobs or f"/dev/shm/xtune.sie.{pid}"
+    tab = KnobTable(knobs_path, create=own)
+    slots = {c.name: tab.register(c.name, c.values[0]) for c in consts}
+    tab.close()
+    att = Attachment(pid, d, scope_path, knobs_path, slots, own)
+    (d / "plan").write_text(plan_text(table, slots, knobs_path, force_int3))
+    args = ["--pid", str(pid), "--plan", str(d / "plan"), "--state", str(d / "state")]
+    args += ["--timeout-ms", str(timeout_ms), "--control", str(d / "control")]
+    try:
+        att.server = _serve(args, d)
+    except Exception:
+        _cleanup(att)
+        raise
+    att.save()
+    return att
+
+
+_servers: dict[int, subprocess.Popen[str]] = {}  # servers started by this process, to reap them
+
+
+def _serve(args: list[str], d: Path) -> int:
+    log = open(d / "server.log", "w")  # noqa: SIM115 - the server keeps it
+    p = subprocess.Popen(
+        [str(paths.binary("xsie-user")), "run", *args],
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
+        start_new_session=True,
+    )
+    log.close()
+    assert p.stdout is not None
+    line = p.stdout.readline()
+    if not line.startswith("armed"):
+        p.wait()
+        raise SieError((d / "server.log").read_text().strip() or "xsie-user run failed")
+    _servers[p.pid] = p
+    return p.pid
+
+
+def _stop_server(att: Attachment, timeout_ms: int) -> None:
+    try:
+        os.kill(att.server, signal.SIGTERM)
+    except ProcessLookupError:
+        pass  # it ended on its own (the process exited or called exec): its log says which
+    deadline = time.monotonic() + 10 * timeout_ms / 1000 + 5
+    p = _servers.pop(att.server, None)
+    while time.monotonic() < deadline:
+        if p is not None and p.poll() is not None or p is None and not Path(f"/proc/{att.server}").exists():
+            break
+        time.sleep(0.01)
+    else:
+        raise SieError(f"xsie-user run (pid {att.server}) did not finish disarming")
+    if (att.dir / "state").exists() and Path(f"/proc/{att.pid}").exists():
+        raise SieError((att.dir / "server.log").read_text().strip()[-3000:] or "disarm failed")
+
+
+def set_value(pid: int, name: str, value: int, const: PerfConst | None = None) -> None:
+    """Put `value` in effect for `name`; with its PerfConst, values the analysis does not cover are
+    refused here too (the engine refuses them anyway, from the plan)."""
+    att = Attachment.load(pid)
+    if name not in att.slots:
+        raise SieError(f"pid {pid}: {name} is not attached (attached: {', '.join(att.slots)})")
+    if const is not None:
+        try:
+            const.check_value(value)
+        except ScopeError as e:
+            raise SieError(str(e)) from e
+    reply = _control(att, f"set {name} {value}")
+    if not reply.startswith("ok "):
+        raise SieError(reply.removeprefix("err "))
+    tab = KnobTable(att.knobs)
+    tab.publish(att.slots[name], value)
+    tab.close()
+
+
+def _control(att: Attachment, line: str, timeout: float = 60) -> str:
+    """One command to the engine; its one-line reply."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        try:
+            s.connect(str(att.dir / "control"))
+            s.sendall(line.encode() + b"\n")
+            reply = s.makefile().readline().strip()
+        except OSError as e:
+            raise SieError(f"pid {att.pid}: the engine (pid {att.server}) does not answer: {e}") from e
+    return reply or f"err the engine (pid {att.server}) closed the connection"
+
+
+def detach(pid: int, timeout_ms: int = 2000) -> None:
+    att = Attachment.load(pid)
+    try:
+        _stop_server(att, timeout_ms)
+    finally:
+        if att.server not in _servers and not Path(f"/proc/{att.server}").exists():
+            _cleanup(att)  # the engine is gone: nothing is attached any more
+
+
+def status(pid: int) -> dict[str, object]:
+    att = Attachment.load(pid)
+    tab = KnobTable(att.knobs)
+    values = {n: tab.applied(s) for n, s in att.slots.items()}
+    tab.close()
+    return {"pid": pid, "alive": Path(f"/proc/{pid}").exists(), "scope": att.scope, "knobs": att.knobs,
+            "values": values, "state": (att.dir / "state").read_text().strip()}  # fmt: skip
+
+
+def _cleanup(att: Attachment) -> None:
+    if att.own_table:
+        Path(att.knobs).unlink(missing_ok=True)
+    else:
+        tab = KnobTable(att.knobs)
+        for s in att.slots.values():
+            tab.free(s)
+        tab.close()
+    for f in ("plan", "state", "meta.json", "server.log", "control"):
+        (att.dir / f).unlink(missing_ok=True)
+    (STATE_ROOT / f"{att.pid}.scope.json").unlink(missing_ok=True)
+    att.dir.rmdir()
+
+
+def spans_hold_original(pid: int, table: ScopeTable) -> bool:
+    """True when every span of the process holds exactly the scope table's original bytes."""
+    exe = str(Path(f"/proc/{pid}/exe").resolve())
+    maps = Path(f"/proc/{pid}/maps").read_text().splitlines()
+    base = next(int(m.split("-")[0], 16) for m in maps if m.endswith(exe) and m.split()[2] == "00000000")
+    bias = base - table.binary.load_vaddr
+    with open(f"/proc/{pid}/mem", "rb") as mem:
+        for c in table.consts:
+            for s in c.spans:
+                mem.seek(bias + s.vaddr)
+                if mem.read(len(s.expected) // 2).hex() != s.expected:
+                    return False
+    return True

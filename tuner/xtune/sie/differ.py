@@ -1,0 +1,130 @@
+"""Per-function diff of several builds of one unit: seed instructions, or why the shapes differ."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from xtune.sie.disasm import Insn, disassemble
+from xtune.sie.elfcode import ElfCode
+
+
+@dataclass
+class Seed:
+    index: int  # instruction index in the function (same in every build)
+    operand: str  # "imm" or "disp"
+    # The operand in each build, in the order of the builds, as the first build's instruction reads
+    # it (a build that chose `sub x, -k` where the first has `add x, k` counts as k).
+    values: list[int]
+
+
+@dataclass
+class FunctionDiff:
+    name: str
+    insns: list[Insn]  # of the first build (the one the engine patches)
+    seeds: list[Seed] = field(default_factory=list)
+    shape_error: str = ""  # non-empty: the builds differ beyond operands
+    outside_filter: bool = False  # differs, but the `functions` filter leaves it out
+
+
+def diff_functions(codes: list[ElfCode], only: str = "") -> list[FunctionDiff]:
+    """Functions whose code differs between the builds (by bytes, relocations masked).
+
+    Functions that the `only` filter leaves out are still compared: one that differs is returned
+    with `outside_filter` set, since retuning the others alone would leave it behind."""
+    first = codes[0]
+    pattern = re.compile(only) if only else None
+    out: list[FunctionDiff] = []
+    for name, fn in first.functions.items():
+        outside = bool(pattern and not pattern.search(name))
+        others = [c.functions.get(name) for c in codes[1:]]
+        if any(o is None for o in others):
+            out.append(
+                FunctionDiff(name, [], shape_error="function is missing from a build", outside_filter=outside)
+            )
+            continue
+        masked = [_masked_bytes(f) for f in [fn, *others]]  # type: ignore[list-item]
+        if all(m == masked[0] for m in masked[1:]):
+            continue
+        listings = [disassemble(first, fn)] + [disassemble(c, c.functions[name]) for c in codes[1:]]
+        d = _compare(name, listings)
+        d.outside_filter = outside
+        if d.seeds or d.shape_error:
+            out.append(d)
+    missing = [n for c in codes[1:] for n in c.functions if n not in first.functions]
+    for n in sorted(set(missing)):
+        outside = bool(pattern and not pattern.search(n))
+        out.append(
+            FunctionDiff(
+                n, [], shape_error="function exists only in a non-original build", outside_filter=outside
+            )
+        )
+    return out
+
+
+@dataclass
+class DataDiff:
+    section: str
+    where: str  # `section+offset`, with the symbol or address
+    detail: str
+
+
+def diff_data(codes: list[ElfCode]) -> list[DataDiff]:
+    """Data sections whose bytes differ between the builds (relocations masked): the constant also
+    lives in data (e.g. a folded `1.0 / K` in `.rodata`), which retuning the code would leave behind."""
+    first = codes[0]
+    out: list[DataDiff] = []
+    for name, ds in first.data_sections.items():
+        others = [c.data_sections.get(name) for c in codes[1:]]
+        if any(o is None or len(o.data) != len(ds.data) for o in others):
+            sizes = [len(o.data) if o else None for o in [ds, *others]]
+            out.append(DataDiff(name, name, f"{name} has sizes {sizes} in the builds"))
+            continue
+        base = ds.masked()
+        for o in others:
+            m = o.masked()  # type: ignore[union-attr]
+            diff = [i for i in range(len(base)) if base[i] != m[i] and i not in o.relocs]  # type: ignore[union-attr]
+            if diff:
+                off = diff[0]
+                at = f"{name}+{off:#x}"
+                sym = first.symbolize(ds.vaddr + off) if ds.vaddr else ""
+                if sym and not sym.startswith("0x"):
+                    at += f" ({sym})"
+                elif ds.vaddr:
+                    at += f" (address {ds.vaddr + off:#x})"
+                out.append(DataDiff(name, at, f"{len(diff)} bytes differ, first at {at}"))
+                break
+    for name in sorted({n for c in codes[1:] for n in c.data_sections} - set(first.data_sections)):
+        out.append(DataDiff(name, name, f"{name} exists only in a non-original build"))
+    return out
+
+
+def _masked_bytes(fn) -> bytes:  # type: ignore[no-untyped-def]
+    return bytes(0 if i in fn.relocs else b for i, b in enumerate(fn.data))
+
+
+def _compare(name: str, listings: list[list[Insn]]) -> FunctionDiff:
+    """Compare instruction by instruction, padding nops left out (alignment differs freely)."""
+    d = FunctionDiff(name, listings[0])
+    real = [[i for i in lst if not i.is_nop] for lst in listings]
+    base = real[0]
+    for other in real[1:]:
+        if len(other) != len(base):
+            d.shape_error = (
+                f"instruction count differs ({len(base)} vs {len(other)}): the compiler chose other code"
+            )
+            return d
+        for a, b in zip(base, other, strict=True):
+            if a.key != b.key:
+                d.shape_error = f"at +{a.off:#x}: `{a.mnemonic} {a.op_str}` vs `{b.mnemonic} {b.op_str}`"
+                return d
+    for i in range(len(base)):
+        for kind, get in (("imm", lambda n: n.imms), ("disp", lambda n: n.disps)):
+            cols = [get(lst[i]) for lst in real]
+            for k in range(len(cols[0])):
+                vals = [c[k] for c in cols]
+                if any(v != vals[0] for v in vals[1:]):
+                    if kind == "imm" and base[i].negated:  # back to the sign of the first build's `sub`
+                        vals = [-v for v in vals]
+                    d.seeds.append(Seed(base[i].index, kind, vals))
+    return d  # no seeds: only addresses moved (the layout around the function changed)

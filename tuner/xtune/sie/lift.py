@@ -1,0 +1,200 @@
+"""Lifting a seed instruction: the symbolic state expression and the update that realizes V'.
+
+The expression is fitted from the builds: IV = a*V + b (affine), or IV = a*log2(V) + b when the
+compiler strength-reduced a multiplication or division by V into a shift. The update is the seed's
+own operation with V' in place of the original operand. In the paper's terms (§3.4.2) it is a single
+write when the seed does not read its target, an inverse when it overwrites it reversibly (add/sub/
+xor/lea), and dual-location otherwise (and/or/imul/shift: information is lost). In user space all
+three are realized the same way: the trampoline runs the operation on the untouched inputs with a
+scratch register holding IV, so no saved copy is needed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from capstone import x86_const as x
+
+from xtune.sie.differ import Seed
+from xtune.sie.disasm import Insn
+
+SCRATCH = ("r11", "r10", "r9", "r8", "rax", "rdx", "rsi", "rdi")
+SUB = {"r11": ("r11b", "r11w", "r11d"), "r10": ("r10b", "r10w", "r10d"), "r9": ("r9b", "r9w", "r9d")}
+SUB |= {"r8": ("r8b", "r8w", "r8d"), "rax": ("al", "ax", "eax"), "rdx": ("dl", "dx", "edx")}
+SUB |= {"rsi": ("sil", "si", "esi"), "rdi": ("dil", "di", "edi"), "rcx": ("cl", "cx", "ecx")}
+
+READ_ONLY = ("cmp", "test")
+REVERSIBLE = ("add", "sub", "xor")
+LOSSY = ("and", "or", "imul")
+SHIFTS = ("shl", "sal", "shr", "sar", "rol", "ror")
+
+
+class Unsupported(Exception):
+    """The seed cannot be made tunable; str() is the reason shown to the user."""
+
+
+@dataclass
+class Lifted:
+    target: str  # register | memory | flags
+    location: str
+    form: str  # see scope.FORMS
+    a: int
+    b: int
+    width: int
+    kind: str  # single_write | inverse | dual_location
+    scratch: str  # 64-bit register holding IV in the trampoline
+    body: list[str]  # Intel-syntax instructions (scratch holds IV; rsp adjusted by FRAME)
+    writes_flags: bool  # the body rewrites the flags, so computing IV may clobber them
+
+    @property
+    def text(self) -> str:
+        v = {"affine": "V", "log2": "log2(V)"}.get(self.form, f"V/{self.form[3:]}")
+        return f"{self.location} <- {self.a}*{v} + {self.b}"
+
+
+FRAME = 136  # the trampoline's stack use below the thread's red zone: 128 + the saved scratch
+
+
+def fit(values: list[int], ivs: list[int], width: int = 8) -> tuple[str, int, int]:
+    """(form, a, b) with iv = a*f(V) + b (mod 2^(8*width)) for every build, f = identity or log2."""
+    mask = (1 << (8 * width)) - 1
+    forms: list[tuple[str, list[int]]] = [("affine", values)]
+    if all(v > 0 and v & (v - 1) == 0 for v in values):
+        forms.append(("log2", [v.bit_length() - 1 for v in values]))
+    if all(v > 0 for v in values):
+        forms += [(f"div{1 << k}", [v >> k for v in values]) for k in (1, 2, 3)]
+    for form, xs in forms:
+        if xs[1] == xs[0]:
+            continue
+        da, dx = ivs[1] - ivs[0], xs[1] - xs[0]
+        if da % dx:
+            continue
+        a = da // dx
+        b = ivs[0] - a * xs[0]
+        if all((a * xv + b - iv) & mask == 0 for xv, iv in zip(xs, ivs, strict=True)):
+            return form, a, b
+    raise Unsupported(
+        f"operand values {ivs} for V = {values} fit no a*f(V) + b (f: V, log2 V, V/2, V/4, V/8)"
+    )
+
+
+def lift(ins: Insn, seed: Seed, values: list[int]) -> Lifted:
+    ci = ins.ci
+    width = (ci.operands[0].size or 8) if seed.operand == "imm" else 8
+    form, a, b = fit(values, seed.values, width)
+    m = ins.mnemonic
+    if ci.operands and ci.operands[0].type == x.X86_OP_REG and ci.reg_name(ci.operands[0].reg) == "rsp":
+        raise Unsupported(
+            f"`{m} {ins.op_str}`: the stack frame size depends on the constant (an array on the stack)"
+        )
+    ops = _split_ops(ins.op_str)
+    if seed.operand == "disp":
+        if m != "lea":
+            raise Unsupported(
+                f"`{m} {ins.op_str}`: the constant changes a memory offset (data layout: field offset"
+                " or array stride), which differs for objects already in memory"
+            )
+        return _lift_lea(ins, ops, form, a, b)
+    used = {_family(ci.reg_name(r)) for r in _regs(ci)}
+    dst = ci.operands[0]
+    if m in SHIFTS:
+        if "rcx" in used:
+            raise Unsupported(f"`{m} {ins.op_str}`: shift by V needs rcx, which the instruction uses")
+        scratch = "rcx"
+    else:
+        scratch = next((r for r in SCRATCH if r not in used), "")
+        if not scratch:
+            raise Unsupported(f"`{m} {ins.op_str}`: no free scratch register")
+    reg = _sized(scratch, 1 if m in SHIFTS else width)
+    loc = _rsp_adjust(ops[0])
+    target = "memory" if dst.type == x.X86_OP_MEM else "register"
+    if m in ("mov", "movabs"):
+        if len(ops) != 2:
+            raise Unsupported(f"`{m} {ins.op_str}`: unexpected operands")
+        return Lifted(
+            target, ops[0], form, a, b, width, "single_write", scratch, [f"mov {loc}, {reg}"], False
+        )
+    if m in READ_ONLY:
+        return Lifted(
+            "flags", "eflags", form, a, b, width, "single_write", scratch, [f"{m} {loc}, {reg}"], True
+        )
+    if m in REVERSIBLE or m in ("and", "or"):
+        kind = "inverse" if m in REVERSIBLE else "dual_location"
+        return Lifted(target, ops[0], form, a, b, width, kind, scratch, [f"{m} {loc}, {reg}"], True)
+    if m == "imul" and len(ops) == 3:
+        if dst.type != x.X86_OP_REG:
+            raise Unsupported(f"`{m} {ins.op_str}`: unexpected destination")
+        src = _rsp_adjust(ops[1])
+        body = (
+            [f"imul {ops[0]}, {reg}"]
+            if ops[1] == ops[0]
+            else [f"mov {ops[0]}, {src}", f"imul {ops[0]}, {reg}"]
+        )
+        kind = "dual_location" if ops[1] == ops[0] else "single_write"
+        return Lifted("register", ops[0], form, a, b, width, kind, scratch, body, True)
+    if m in SHIFTS and len(ops) == 2:
+        # A shift by 0 leaves the flags alone: IV is computed with the flags saved (writes_flags False).
+        return Lifted(target, ops[0], form, a, b, width, "dual_location", scratch, [f"{m} {loc}, cl"], False)
+    raise Unsupported(f"`{m} {ins.op_str}`: the constant reaches an instruction SIE does not lift")
+
+
+def _lift_lea(ins: Insn, ops: list[str], form: str, a: int, b: int) -> Lifted:
+    ci = ins.ci
+    mem = ci.operands[1].mem
+    used = {_family(ci.reg_name(r)) for r in _regs(ci)}
+    scratch = next(r for r in SCRATCH if r not in used)
+    if mem.base and mem.index:
+        raise Unsupported(f"`lea {ins.op_str}`: base, index and a tunable offset: no form with a register")
+    addr_reg = ci.reg_name(mem.base or mem.index)
+    if addr_reg == "rip":
+        raise Unsupported(f"`lea {ins.op_str}`: the constant offsets a rip-relative address")
+    scale = mem.scale if mem.index else 1
+    if addr_reg == "rsp":
+        raise Unsupported(f"`lea {ins.op_str}`: the constant offsets a stack address (frame layout)")
+    width = ci.operands[0].size
+    kind = "inverse" if _family(ci.reg_name(ci.operands[0].reg)) == _family(addr_reg) else "single_write"
+    body = [f"lea {ops[0]}, [{scratch} + {addr_reg}*{scale}]"]
+    return Lifted("register", ops[0], form, a, b, width, kind, scratch, body, False)
+
+
+def _split_ops(op_str: str) -> list[str]:
+    return [o.strip() for o in op_str.split(",")] if op_str else []
+
+
+def _rsp_adjust(op: str) -> str:
+    """Memory operands based on rsp move by the trampoline's frame."""
+    return op.replace("[rsp", f"[rsp + {FRAME}") if "[rsp" in op else op
+
+
+def _regs(ci) -> list[int]:  # type: ignore[no-untyped-def]
+    read, written = ci.regs_access()
+    return list(read) + list(written)
+
+
+def _family(reg: str) -> str:
+    table = {
+        "a": "rax",
+        "b": "rbx",
+        "c": "rcx",
+        "d": "rdx",
+    }
+    r = reg.lower()
+    for k, fam in table.items():
+        if r in (f"{k}l", f"{k}h", f"{k}x", f"e{k}x", f"r{k}x"):
+            return fam
+    for base in ("si", "di", "bp", "sp"):
+        if r in (base, f"{base}l", f"e{base}", f"r{base}"):
+            return f"r{base}"
+    if r.startswith("r") and r[1:].rstrip("bwd").isdigit():
+        return r.rstrip("bwd")
+    return r
+
+
+def _sized(reg64: str, width: int) -> str:
+    if width == 8:
+        return reg64
+    return SUB[reg64][{1: 0, 2: 1, 4: 2}[width]]
+
+
+def family(reg: str) -> str:
+    return _family(reg)

@@ -1,0 +1,86 @@
+"""The run loop for SLO files with a `benchmark`: each measurement window is one benchmark run.
+
+The trial path is `loop.Runner`'s (baseline, apply through xrtd, settle, measure with the guard,
+the best values measured again, restore on exit); only where windows come from differs: the
+benchmark's command is run and its output parsed (`xtune.tuning.benchmark`) instead of observer frames
+folded. A run whose metric is missing fails its trial (stored as `failed`, not shown to the
+optimizer as a number); in the baseline it stops the run with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from xtune.policies.base import Outcome, TrialPolicy
+from xtune.signals.frames import Frame, FrameReader
+from xtune.signals.window import Window
+from xtune.trials.store import StoredTrial
+from xtune.tuning.benchmark import MetricMissing, run_benchmark
+from xtune.tuning.loop import Runner, Summary, TrialResult
+
+
+class NoFrames(FrameReader):
+    """The frame path's source when windows come from a benchmark: it never yields a frame."""
+
+    def poll(self, timeout: float | None = None) -> Frame | None:
+        time.sleep(timeout or 0.2)
+        return None
+
+    def close(self) -> None:
+        pass
+
+
+class SkipFailed(TrialPolicy):
+    """Passes a policy every trial except failed ones: a missing metric is no measurement."""
+
+    def __init__(self, inner: TrialPolicy) -> None:
+        self.inner = inner
+        self.name = inner.name
+
+    def suggest(self) -> tuple[int, dict[str, Any]] | None:
+        return self.inner.suggest()
+
+    def complete(self, index: int, params: dict[str, Any], outcome: Outcome) -> None:
+        if not math.isnan(outcome.objective):
+            self.inner.complete(index, params, outcome)
+
+    def close(self) -> None:
+        self.inner.close()
+
+    @property
+    def suggest_seconds(self) -> list[float]:
+        return list(getattr(self.inner, "suggest_seconds", []))
+
+
+class BenchRunner(Runner):
+    def next_window(self, timeout: float = 10.0) -> Window:
+        assert self.slo.benchmark is not None
+        run = run_benchmark(self.slo.benchmark)
+        self._windows = getattr(self, "_windows", 0) + 1
+        return Window(self._windows, run.start_ns, run.end_ns, 0, 0, run.values)
+
+    def settle(self) -> None:
+        if self.workload is not None and self.slo.workload and self.slo.workload.restart_on_change:
+            self.workload.restart()
+        time.sleep(self.slo.policy.settle_ms / 1000)
+
+    def trial(self, policy: TrialPolicy, index: int, params: dict[str, Any]) -> TrialResult:
+        try:
+            return super().trial(policy, index, params)
+        except MetricMissing as e:
+            started = time.time()
+            summary = Summary(
+                math.nan, math.nan, {i: (math.nan, math.nan) for i in range(len(self.lines))}, 0
+            )
+            result = TrialResult(index, dict(self.actuator.current), summary, False, False)
+            self.store.add_trial(
+                self.experiment_id,
+                StoredTrial(index, policy.name, result.params, "failed", None, None, {"error": str(e)}),
+                started,
+                time.time(),
+            )
+            self.metrics.trials.labels(self.metrics.experiment, "failed").inc()
+            self.progress("failed", {"index": index, "reason": str(e)})
+            return result

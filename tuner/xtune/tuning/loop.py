@@ -1,0 +1,558 @@
+"""The run loop: frames in, windows measured, knobs changed, the guard watching.
+
+Two paths:
+  - the frame path (`FramePump`, its own thread) reads every observer frame, appends it to the
+    recording, folds it into the current window and, with a `tree` policy, decides and writes
+    desired values into the shared knob table. It does a few dictionary updates per frame and
+    never waits on the optimizer;
+  - the trial path (`Runner.run`, the caller's thread) takes closed windows from a queue:
+    baseline, then per trial apply (one xrtd transaction) -> settle -> measure N windows with
+    the guard watching -> report to the policy. Ax runs in its own process (policies/bo.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import queue
+import statistics
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from xtune.config import expr
+from xtune.config.schema import SloFile
+from xtune.knobs.actuator import Actuator
+from xtune.policies.base import Outcome, TrialPolicy
+from xtune.policies.tree import TreePolicy
+from xtune.signals.frames import Frame, FrameReader
+from xtune.signals.recording import Decision, KnobChange, RecordingWriter
+from xtune.signals.window import Window, WindowAggregator
+from xtune.trials.store import Store, StoredTrial
+from xtune.tuning.guard import Guard, Violation
+from xtune.tuning.metrics import Metrics
+from xtune.tuning.workload import Workload
+
+
+class FramePump(threading.Thread):
+    """The frame path: one frame in, at most a few microseconds of work, never a wait."""
+
+    def __init__(
+        self,
+        reader: FrameReader,
+        window_ns: int,
+        metrics: Metrics,
+        recorder: RecordingWriter | None = None,
+        tree: TreePolicy | None = None,
+        actuator: Actuator | None = None,
+    ) -> None:
+        super().__init__(name="xtune-frames", daemon=True)
+        self.reader = reader
+        self.agg = WindowAggregator(window_ns)
+        self.windows: queue.Queue[Window] = queue.Queue()
+        self.metrics = metrics
+        self.recorder = recorder
+        self.tree = tree
+        self.tree_paused_until = 0.0
+        self.actuator = actuator
+        self.latencies: deque[float] = deque(maxlen=100_000)  # seconds per frame, for the benchmark
+        self.decisions = 0
+        self.error: BaseException | None = None
+        self._halt = threading.Event()
+        self._reset = threading.Event()
+        self._last: dict[str, int] | None = None
+        self._next_tree: TreePolicy | None = None
+        self._chosen: dict[str, int] | None = None
+        self._catalog_seen: object = None
+        self._lost_seen = 0
+
+    def _decide(self, frame: Frame, paused: bool) -> None:
+        """The tree sees every frame, so its state (hysteresis, fallback) evolves the same whether or
+        not its choice may be applied; each change of its choice is recorded with its inputs and
+        whether it was applied, which is what `xtune replay --policy` reproduces."""
+        assert self.tree is not None and self.actuator is not None
+        if self._next_tree is not None:
+            self._next_tree.take_over(self.tree)
+            self.tree, self._next_tree = self._next_tree, None
+        tree = self.tree
+        decision = tree.decide(frame.values)
+        apply = not paused and decision != self._last
+        if apply:
+            self.actuator.write_desired(decision)
+            self._last = decision
+            self.decisions += 1
+        if (apply or decision != self._chosen) and self.recorder is not None:
+            inputs = dict(zip(tree.model.features, tree.inputs, strict=True))
+            extra = {
+                "seq": frame.seq,
+                "frame_end_ns": frame.window_end_ns,
+                "decided_ns": time.monotonic_ns(),  # CLOCK_MONOTONIC, as the frame's clock
+                "inputs": inputs,
+                "applied": apply,
+            }
+            self.recorder.append_decision(Decision("tree", dict(decision), tree.reason, extra=extra))
+        self._chosen = decision
+
+    def swap(self, policy: TreePolicy) -> None:
+        """Replace the running tree at the next frame, handing over its state; no frame is skipped.
+
+        The new model is loaded and compiled by the caller, off the frame path.
+        """
+        if self.tree is None:
+            raise ValueError("no tree policy is running")
+        if policy.model.knobs != self.tree.model.knobs:
+            raise ValueError(f"model decides {policy.model.knobs}, the running one {self.tree.model.knobs}")
+        self._next_tree = policy
+
+    def reset(self, timeout: float = 5.0) -> None:
+        """Start a fresh window at the next frame; drop the windows closed before it."""
+        self._reset.set()
+        deadline = time.monotonic() + timeout
+        while self._reset.is_set() and self.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.001)
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join(5)
+
+    def run(self) -> None:
+        try:
+            self._run()
+        except BaseException as e:  # reported to the trial path, which stops the run
+            self.error = e
+
+    def _run(self) -> None:
+        m, exp = self.metrics, self.metrics.experiment
+        frames_total = m.frames.labels(exp)
+        gaps_total = m.frame_gaps.labels(exp)
+        latency = m.loop_latency.labels(exp)
+        while not self._halt.is_set():
+            frame = self.reader.poll(0.2)
+            if frame is None:
+                continue
+            t0 = time.perf_counter()
+            if self.reader.catalog is not self._catalog_seen:
+                self._catalog_seen = self.agg.catalog = self.reader.catalog
+            if self._reset.is_set():
+                self.agg.reset()
+                while not self.windows.empty():
+                    self.windows.get_nowait()
+                self._reset.clear()
+            if self.recorder is not None:
+                self.recorder.append_frame_of(frame.raw, self.reader.catalog)
+            if self.tree is not None and self.actuator is not None:
+                self._decide(frame, paused=t0 < self.tree_paused_until)
+            window = self.agg.add(frame)
+            if window is not None:
+                self.windows.put(window)
+            lost = self.reader.stats.lost
+            if lost != self._lost_seen:
+                gaps_total.inc(lost - self._lost_seen)
+                self._lost_seen = lost
+            frames_total.inc()
+            dt = time.perf_counter() - t0
+            latency.observe(dt)
+            self.latencies.append(dt)
+
+
+@dataclass
+class Summary:
+    """Mean and standard error over windows: the objective and each SLO line's left side."""
+
+    objective: float
+    objective_sem: float
+    slo: dict[int, tuple[float, float]]
+    windows: int
+
+    @classmethod
+    def of(cls, rows: list[tuple[float, list[float | None]]], n_lines: int) -> Summary:
+        def mean_sem(xs: list[float]) -> tuple[float, float]:
+            if not xs:
+                return math.nan, math.nan
+            sem = statistics.stdev(xs) / math.sqrt(len(xs)) if len(xs) > 1 else 0.0
+            return statistics.fmean(xs), sem
+
+        obj, sem = mean_sem([r[0] for r in rows])
+        slo = {}
+        for i in range(n_lines):
+            xs = [r[1][i] for r in rows if r[1][i] is not None]
+            slo[i] = mean_sem([x for x in xs if x is not None])
+        return cls(obj, sem, slo, len(rows))
+
+
+@dataclass
+class TrialResult:
+    index: int
+    params: dict[str, Any]
+    summary: Summary
+    feasible: bool
+    rolled_back: bool
+    violations: list[Violation] = field(default_factory=list)
+    windows_to_rollback: int | None = None
+    meets_slo: bool = False  # not rolled back, and the means over its windows meet every SLO line
+
+
+@dataclass
+class RunResult:
+    experiment_id: int
+    original: dict[str, Any]
+    before: Summary
+    after: Summary | None
+    best: dict[str, Any] | None
+    trials: list[TrialResult]
+    rollbacks: int
+    suggest_seconds: list[float]
+    lines: list[str]
+    objective_text: str
+    sign: float
+
+    @property
+    def gain(self) -> float | None:
+        """Relative improvement of the objective, after vs before (positive = better)."""
+        if self.after is None or not self.before.objective:
+            return None
+        return self.sign * (self.after.objective - self.before.objective) / abs(self.before.objective)
+
+
+ProgressFn = Callable[[str, dict[str, Any]], None]
+
+
+class Runner:
+    def __init__(
+        self,
+        slo: SloFile,
+        actuator: Actuator,
+        reader: FrameReader,
+        store: Store,
+        metrics: Metrics,
+        workload: Workload | None = None,
+        progress: ProgressFn | None = None,
+    ) -> None:
+        self.slo = slo
+        self.actuator = actuator
+        self.reader = reader
+        self.store = store
+        self.metrics = metrics
+        self.workload = workload
+        self.progress = progress or (lambda _event, _data: None)
+        self.objective = expr.parse(slo.objective.expression)
+        self.lines = slo.comparisons()
+        self.guard = Guard(self.lines, slo.guard)
+        self.recorder = RecordingWriter(slo.record.path) if slo.record else None
+        self.tree = None
+        if slo.policy.kind == "tree":
+            from xtune.policies.tree import TreeModel
+
+            self.tree = TreePolicy(TreeModel.load(str(slo.policy.model)), slo.policy.hold)
+        self.pump = FramePump(
+            reader, slo.policy.window_ms * 1_000_000, metrics, self.recorder, self.tree, actuator
+        )
+        self.experiment_id = store.new_experiment(slo.name, slo.model_dump(mode="json"))
+        self._last_window_t = 0.0
+
+    # -- windows -------------------------------------------------------------------------------
+
+    def next_window(self, timeout: float = 10.0) -> Window:
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.pump.error is not None:
+                raise RuntimeError(f"frame path failed: {self.pump.error}") from self.pump.error
+            try:
+                return self.pump.windows.get(timeout=0.2)
+            except queue.Empty:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"no observer frames for {timeout:.0f} s (is xobserve running?)"
+                    ) from None
+
+    def evaluate(self, values: dict[str, float]) -> tuple[float | None, list[float | None]]:
+        """Objective and each SLO line's left side (None where a signal is missing)."""
+        try:
+            obj: float | None = expr.evaluate(self.objective, values)
+        except expr.MissingSignal:
+            obj = None
+        lhs: list[float | None] = []
+        for line in self.lines:
+            try:
+                lhs.append(expr.evaluate(line.left, values))
+            except expr.MissingSignal:
+                lhs.append(None)
+        return obj, lhs
+
+    def _record_window(
+        self, phase: str, values: dict[str, float], trial: int | None
+    ) -> tuple[float | None, list]:
+        obj, lhs = self.evaluate(values)
+        margins = self.guard.margins(values) if self.guard.baseline else {}
+        self.metrics.window(obj, margins)
+        self.store.add_measurement(
+            self.experiment_id, phase, obj, margins, dict(self.actuator.current), trial
+        )
+        self.progress("window", {"phase": phase, "objective": obj, "margins": margins, "trial": trial})
+        return obj, lhs
+
+    def measure(
+        self, n: int, phase: str, trial: int | None = None, guarded: bool = False
+    ) -> tuple[Summary, list]:
+        """Collect n windows (with a usable objective); with `guarded`, stop when the guard trips."""
+        rows: list[tuple[float, list[float | None]]] = []
+        tripped: list[Violation] = []
+        seen = 0
+        while len(rows) < n:
+            window = self.next_window()
+            seen += 1
+            obj, lhs = self._record_window(phase, window.values, trial)
+            if obj is not None:
+                rows.append((obj, lhs))
+            if guarded:
+                bad = self.guard.observe(window.values)
+                if bad and self.slo.guard.action == "rollback":
+                    tripped = bad
+                    break
+                if bad:
+                    self.progress("warn", {"violations": bad, "trial": trial})
+            if seen > 4 * n + 10:
+                raise RuntimeError(
+                    f"the objective {self.slo.objective.expression!r} had no value in {seen} windows"
+                )
+        self._seen = seen
+        return Summary.of(rows, len(self.lines)), tripped
+
+    def settle(self) -> None:
+        if self.workload is not None and self.slo.workload and self.slo.workload.restart_on_change:
+            self.workload.restart()
+        time.sleep(self.slo.policy.settle_ms / 1000)
+        self.pump.reset()
+
+    # -- changes ---------------------------------------------------------------------------------
+
+    def apply(self, params: dict[str, Any], reason: str, policy: str, trial: int | None) -> None:
+        old = dict(self.actuator.current)
+        applied = self.actuator.apply(params, reason)
+        self.store.add_decision(self.experiment_id, policy, params, reason)
+        for name, value in applied.items():
+            desired = params.get(name, value)
+            self.metrics.knob(
+                name, float(desired) if isinstance(desired, (int, float)) else 0.0, float(value)
+            )
+        if self.recorder is not None:
+            self.recorder.append_decision(Decision(policy, dict(params), reason, trial=trial))
+            for name, value in applied.items():
+                if old.get(name) != value:
+                    knob = self.slo.knob(name)
+                    self.recorder.append_knob_change(
+                        KnobChange(name, knob.backend, old.get(name), value, reason)
+                    )
+
+    def trial(self, policy: TrialPolicy, index: int, params: dict[str, Any]) -> TrialResult:
+        started = time.time()
+        n = max(self.slo.policy.windows, self.slo.guard.watch_windows)
+        self.progress("trial", {"index": index, "params": params, "windows": n})
+        self.apply(params, f"{policy.name} trial {index}", policy.name, index)
+        self.settle()
+        self.guard.watch()
+        summary, bad = self.measure(n, "measure", index, guarded=True)
+        result = TrialResult(index, dict(self.actuator.current), summary, not bad, bool(bad), bad)
+        if bad:
+            reason = "; ".join(
+                f"{v.line}: {v.value:.4g} vs bound {v.bound:.4g} (+/- {v.slack:.3g})" for v in bad
+            )
+            restored = self.actuator.rollback(f"guard: {reason}")
+            result.windows_to_rollback = self._seen
+            self.store.add_rollback(self.experiment_id, index, reason, result.params, restored, self._seen)
+            self.metrics.rollbacks.labels(self.metrics.experiment).inc()
+            self.progress("rollback", {"index": index, "reason": reason, "windows": self._seen})
+            self.settle()
+        elif self._holds(summary):
+            result.meets_slo = True
+            self.actuator.mark_good()
+        status = "completed" if result.feasible else "infeasible"
+        self.metrics.trials.labels(self.metrics.experiment, status).inc()
+        self.store.add_trial(
+            self.experiment_id,
+            StoredTrial(
+                index,
+                policy.name,
+                result.params,
+                status,
+                _finite(summary.objective),
+                _finite(summary.objective_sem),
+                {"slo": {str(i): list(v) for i, v in summary.slo.items()}, "windows": summary.windows},
+            ),
+            started,
+            time.time(),
+        )
+        self.progress("trial_done", {"result": result})
+        return result
+
+    def _holds(self, summary: Summary) -> bool:
+        """Do the trial's means meet every SLO line (with the baseline-resolved bounds)?"""
+        for i, (line, base) in enumerate(zip(self.lines, self.guard.baseline, strict=True)):
+            mean = summary.slo[i][0]
+            if not math.isnan(mean) and not line.holds(mean, base.bound):
+                return False
+        return True
+
+    # -- the run ---------------------------------------------------------------------------------
+
+    def baseline(self) -> Summary:
+        """Measure the starting point (the values found on the system, or the file's defaults)."""
+        start = {k.name: k.default for k in self.slo.knobs if k.default is not None}
+        if start:
+            self.apply(start, "defaults from the SLO file", "default", None)
+        self.settle()
+        rows: list[dict[str, float]] = []
+        kept: list[tuple[float, list[float | None]]] = []
+        while len(kept) < self.slo.policy.baseline_windows:
+            window = self.next_window()
+            obj, lhs = self._record_window("baseline", window.values, None)
+            rows.append(window.values)
+            if obj is not None:
+                kept.append((obj, lhs))
+        self.guard.set_baseline(rows)
+        self.actuator.mark_good()
+        summary = Summary.of(kept, len(self.lines))
+        self.store.update_experiment(
+            self.experiment_id,
+            baseline={
+                "values": dict(self.actuator.current),
+                "objective": summary.objective,
+                "bounds": [b.bound for b in self.guard.baseline],
+                "slack": [b.slack for b in self.guard.baseline],
+            },
+        )
+        self.progress("baseline", {"summary": summary, "guard": self.guard.baseline})
+        return summary
+
+    def run(self, policy_factory: Callable[[dict[int, float]], TrialPolicy] | None = None) -> RunResult:
+        """Baseline, then trials (or per-window tree decisions), then the best values measured."""
+        if self.workload is not None:
+            self.workload.start()
+        self.pump.tree_paused_until = math.inf  # the baseline is measured at the starting values
+        self.pump.start()
+        original = dict(self.actuator.current)
+        before = self.baseline()
+        self.pump.tree_paused_until = 0.0
+        trials: list[TrialResult] = []
+        suggest_seconds: list[float] = []
+        best: dict[str, Any] | None = None
+        after: Summary | None = None
+        if self.tree is not None:
+            after = self._run_tree()
+        else:
+            assert policy_factory is not None
+            policy = policy_factory({i: b.bound for i, b in enumerate(self.guard.baseline)})
+            try:
+                while (suggestion := policy.suggest()) is not None:
+                    index, params = suggestion
+                    result = self.trial(policy, index, params)
+                    trials.append(result)
+                    policy.complete(
+                        index,
+                        params,
+                        Outcome(
+                            result.summary.objective,
+                            _finite(result.summary.objective_sem) or 0.0,
+                            {
+                                i: (m, _finite(s) or 0.0)
+                                for i, (m, s) in result.summary.slo.items()
+                                if not math.isnan(m)
+                            },
+                            result.feasible,
+                        ),
+                    )
+                suggest_seconds = list(getattr(policy, "suggest_seconds", []))
+            finally:
+                policy.close()
+            best = self.best(trials)
+            if best is not None:
+                self.apply(best, "best trial", "final", None)
+                self.settle()
+                self.guard.watch()
+                after, bad = self.measure(self.slo.policy.windows, "final", guarded=True)
+                if bad:
+                    self.actuator.rollback("guard: the best values broke the SLO when measured again")
+                    after, best = None, None
+        result = RunResult(
+            self.experiment_id,
+            original,
+            before,
+            after,
+            best,
+            trials,
+            sum(t.rolled_back for t in trials),
+            suggest_seconds,
+            [line.text for line in self.lines],
+            self.slo.objective.expression,
+            self.slo.objective.sign,
+        )
+        self.store.update_experiment(
+            self.experiment_id,
+            result={
+                "best": best,
+                "before": before.objective,
+                "after": after.objective if after else None,
+                "gain": result.gain,
+            },
+        )
+        return result
+
+    def _run_tree(self) -> Summary:
+        """Per-window decisions for `budget` windows of wall time, the guard watching every change.
+
+        The tree decides on the frame path; this loop only measures and guards, and may fall
+        behind at 1 ms windows, so the run lasts budget × window_ms of time, not of windows read.
+        """
+        assert self.tree is not None
+        rows: list[tuple[float, list[float | None]]] = []
+        last = dict(self.actuator.current)
+        self.guard.watch()
+        deadline = time.monotonic() + self.slo.policy.budget * self.slo.policy.window_ms / 1000
+        while time.monotonic() < deadline:
+            window = self.next_window()
+            obj, lhs = self._record_window("measure", window.values, None)
+            if obj is not None:
+                rows.append((obj, lhs))
+            if self.actuator.current != last:
+                last = dict(self.actuator.current)
+                self.guard.watch()
+            bad = self.guard.observe(window.values)
+            if bad and self.slo.guard.action == "rollback":
+                # Hold the tree off while the restored values settle.
+                pause = (self.slo.guard.watch_windows * self.slo.policy.window_ms) / 1000
+                self.pump.tree_paused_until = time.perf_counter() + pause
+                restored = self.actuator.rollback("guard: tree decision broke the SLO")
+                reason = "; ".join(v.line for v in bad)
+                self.store.add_rollback(self.experiment_id, None, reason, last, restored, 0)
+                self.metrics.rollbacks.labels(self.metrics.experiment).inc()
+        return Summary.of(rows, len(self.lines))
+
+    def best(self, trials: list[TrialResult]) -> dict[str, Any] | None:
+        """The trial with the best measured objective among those that met the SLO."""
+        sign = self.slo.objective.sign
+        ok = [t for t in trials if t.meets_slo and not math.isnan(t.summary.objective)]
+        if not ok:
+            return None
+        return max(ok, key=lambda t: sign * t.summary.objective).params
+
+    def close(self, restore: bool | None = None) -> None:
+        """Stop everything; keep or restore the knob values (default: as the file says).
+
+        Every step runs even when an earlier one fails (the first error is raised at the end).
+        """
+        keep = self.slo.guard.on_exit == "keep" if restore is None else not restore
+        with contextlib.ExitStack() as steps:  # callbacks run last-registered first
+            steps.callback(self.actuator.close, restore=not keep)
+            if self.recorder is not None:
+                steps.callback(self.recorder.close)
+            if self.workload is not None:
+                steps.callback(self.workload.close)
+            if self.pump.is_alive():
+                steps.callback(self.pump.stop)
+
+
+def _finite(x: float | None) -> float | None:
+    return None if x is None or math.isnan(x) or math.isinf(x) else x
