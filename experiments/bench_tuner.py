@@ -168,7 +168,7 @@ def bench_efficiency(budget: int, grid_points: int, tmp: Path) -> dict[str, Any]
             "BULK": bulk,
             "BUDGET": str(budget),
         }
-        base = load(paths.ROOT / "experiments/demo/bufferbloat.yaml", variables)
+        base = load(paths.package_data("demo", "data", "bufferbloat.yaml"), variables)
         runs: dict[str, RunResult] = {}
         for kind in ("grid", "bo", "random"):
             policy = base.policy.model_copy(update={"kind": kind, "grid_points": grid_points, "seed": 11})

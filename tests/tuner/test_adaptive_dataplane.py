@@ -12,7 +12,7 @@ from pathlib import Path
 
 from xtune import paths
 from xtune.config import load_text
-from xtune.demo.sie_phase import CONST, SPEC, Server
+from xtune.demo.sie_phase import CONST, Server, dataplane_spec
 from xtune.host.services import Services
 from xtune.knobs.actuator import Actuator
 from xtune.learning.replay import replay_policy
@@ -58,7 +58,7 @@ def flow_tree(path: Path) -> TreeModel:
 
 
 def test_tree_retunes_live_server_at_phase_change(tmp_path: Path) -> None:
-    table = analyze(load_spec(SPEC))
+    table = analyze(load_spec(dataplane_spec()))
     assert table.const(CONST).tunable, table.const(CONST).refusals
     binary = Path(table.binary.path)
     model = flow_tree(tmp_path / "tree.json")

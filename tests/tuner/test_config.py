@@ -12,7 +12,9 @@ from xtune.config import ConfigError, load
 HERE = Path(__file__).parent
 EXAMPLES = sorted((paths.ROOT / "experiments" / "slo").glob("*.yaml"))
 GOOD = (
-    sorted((HERE / "slo_good").glob("*.yaml")) + EXAMPLES + [paths.ROOT / "experiments/demo/bufferbloat.yaml"]
+    sorted((HERE / "slo_good").glob("*.yaml"))
+    + EXAMPLES
+    + [paths.package_data("demo", "data", "bufferbloat.yaml")]
 )
 VARS = {
     "RECEIVER_NETNS": "/run/netns/r",

@@ -3,7 +3,7 @@
 It builds the network of `bottleneck.py` (three namespaces, 100 Mbit/s token bucket with a deep
 queue), starts private xobserve (tcp + func families; the func family uprobes the workload's
 receiver so throughput is an observer signal) and xrtd instances, and tunes the per-namespace
-tcp_rmem / tcp_wmem maxima with BO from `experiments/demo/bufferbloat.yaml`: minimize the p99
+tcp_rmem / tcp_wmem maxima with BO from `demo/data/bufferbloat.yaml`: minimize the p99
 smoothed RTT while keeping at least 95 % of the baseline throughput. It prints the before/after
 table and writes the report; the knobs are restored and everything is torn down on exit.
 
@@ -34,7 +34,7 @@ from xtune.tuning.loop import Runner, RunResult
 from xtune.tuning.metrics import Metrics
 from xtune.tuning.workload import Workload
 
-TEMPLATE = paths.ROOT / "experiments" / "demo" / "bufferbloat.yaml"
+TEMPLATE = paths.package_data("demo", "data", "bufferbloat.yaml")
 
 
 @dataclass

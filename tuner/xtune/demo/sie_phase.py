@@ -38,12 +38,19 @@ from xtune.tuning.loop import Runner, RunResult
 from xtune.tuning.metrics import Metrics
 from xtune.tuning.workload import Workload
 
-TEMPLATE = paths.ROOT / "experiments" / "demo" / "dataplane.yaml"
-SPEC = paths.ROOT / "experiments" / "dataplane" / "rx_batch.toml"
+TEMPLATE = paths.package_data("demo", "data", "dataplane.yaml")
+# The analyzed server is C source of the checkout (experiments/dataplane/); $XTUNE_DATAPLANE_SPEC names it
+# for an installed package.
+SPEC_PATH = ("experiments/dataplane/rx_batch.toml", "XTUNE_DATAPLANE_SPEC")
 CONST = "RX_BATCH_SIZE"
-LIGHT_LOAD = "3000:4"  # requests per second:flows, the load of experiments/demo/dataplane.yaml
+LIGHT_LOAD = "3000:4"  # requests per second:flows, the load of demo/data/dataplane.yaml
 PROBE = "serve_batch"
 KNOB = "rx_batch_size"
+
+
+def dataplane_spec() -> Path:
+    """The analyze spec of the demo's dataplane server."""
+    return paths.checkout_file(*SPEC_PATH)
 
 
 @dataclass
@@ -105,7 +112,7 @@ def sie_slo(pid: int, plan: Path, port: int, budget: int, short: bool) -> SloFil
 
 
 def run_sie_phase(out: Path, store: Store, short: bool, budget: int | None, console: Console) -> SiePhase:
-    table = analyze(load_spec(SPEC))
+    table = analyze(load_spec(dataplane_spec()))
     const = table.const(CONST)
     if not const.tunable:
         raise RuntimeError(f"{CONST} is not tunable: {'; '.join(r.reason for r in const.refusals)}")

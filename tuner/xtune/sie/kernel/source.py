@@ -34,7 +34,7 @@ class KernelEnv:
 
     @classmethod
     def fetch(cls) -> KernelEnv:
-        script = paths.ROOT / "kmod" / "harness" / "fetch-kernel.sh"
+        script = paths.checkout_file("kmod/harness/fetch-kernel.sh", "XTUNE_FETCH_KERNEL")
         run = subprocess.run([str(script), "--source"], capture_output=True, text=True)
         if run.returncode:
             raise KernelBuildError(f"{script} failed: {run.stderr.strip()[-800:]}")
