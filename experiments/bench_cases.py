@@ -14,13 +14,10 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from cases import kv, web  # noqa: E402
-from cases.run import run_case  # noqa: E402
-from resultfile import write_result  # noqa: E402
+from cases import kv, web
+from cases.run import run_case
+from resultfile import write_result
 
 CASES = {"web": web.CASE, "kv": kv.CASE}
 SOURCES = [

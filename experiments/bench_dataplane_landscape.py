@@ -19,6 +19,7 @@ from pathlib import Path
 
 from resultfile import write_result
 from xtune import paths
+from xtune.host.services import free_port
 from xtune.sie.spec import load_spec
 from xtune.sie.variants import build_one
 
@@ -36,12 +37,6 @@ SOURCES = [
 ]
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def regimes() -> list[tuple[int, int]]:
     return [(f, r) for f in FLOWS for r in RATES]
 
@@ -51,7 +46,7 @@ def run(binary: Path) -> list[dict]:
     the socket that would pass for the next regime's latency); one dict per regime."""
     out = []
     for flows, rate in regimes():
-        port = free_port()
+        port = free_port(socket.SOCK_DGRAM)
         server = subprocess.Popen([str(binary), str(port)], stdout=subprocess.PIPE, text=True)
         try:
             if not server.stdout or server.stdout.readline().strip() != "ready":

@@ -28,7 +28,6 @@ import math
 import os
 import resource
 import signal
-import socket
 import statistics
 import subprocess
 import tempfile
@@ -39,7 +38,9 @@ from pathlib import Path
 import zmq
 from resultfile import write_result
 from xtune import paths
+from xtune.host.services import free_port
 from xtune.signals.frames import FrameReader, ShmFrameReader, ZmqFrameReader
+from xtune.testing.stats import percentile as quantile
 
 RESULTS = paths.ROOT / "experiments" / "results" / "observers.json"
 DEFAULT_FAMILIES = "sched,softirq,block,pmu,tcp,mem"
@@ -49,12 +50,6 @@ LOADS = {
     "dd_bs1": ["dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=400000"],
     "dd_bs16k": ["dd", "if=/dev/zero", "of=/dev/null", "bs=16k", "count=100000"],
 }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Xobserve:
@@ -141,11 +136,6 @@ def latencies(reader: FrameReader, count: int) -> list[float]:
     finally:
         gc.enable()
     return out
-
-
-def quantile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def low_timer_slack() -> None:

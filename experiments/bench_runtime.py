@@ -14,7 +14,6 @@ import os
 import random
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -22,18 +21,11 @@ from pathlib import Path
 from resultfile import write_result
 from xtune import paths
 from xtune.knobs.table import KnobClient, KnobTable
-
-# The veth/netns flow helper is shared with the runtime tests.
-sys.path.insert(0, str(paths.ROOT / "tests" / "runtime"))
-from netpair import VethPair, unique_tag  # noqa: E402
+from xtune.testing.netpair import VethPair, unique_tag
+from xtune.testing.stats import percentile as pct
 
 QUIET_SAMPLES = 20  # first changes after a quiet spell, per (watcher slice, backend)
 QUIET_GAP_S = (1.0, 1.2)  # nothing written by this bench for this long before each one
-
-
-def pct(samples: list[float], q: float) -> float:
-    s = sorted(samples)
-    return s[min(len(s) - 1, int(q * len(s)))]
 
 
 def summary(samples: list[tuple[int, int]]) -> dict[str, float]:

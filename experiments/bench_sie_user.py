@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
+from dataplane import experiment as dataplane
 from resultfile import write_result
 from xtune.sie import attach as eng
 from xtune.sie.analyze import analyze
@@ -19,8 +19,6 @@ from xtune.sie.scope import ScopeTable
 from xtune.sie.spec import spec_from_dict
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "experiments" / "dataplane"))
-import experiment as dataplane  # noqa: E402
 
 TARGETS = ROOT / "tests" / "sie" / "targets"
 CORPUS = ROOT / "tests" / "sie" / "corpus"

@@ -37,15 +37,11 @@ from xtune.knobs.actuator import Actuator
 from xtune.policies import Outcome, make_policy
 from xtune.policies.tree import TreeModel, TreePolicy
 from xtune.signals.frames import ShmFrameReader
+from xtune.testing.stats import percentile as pct
 from xtune.trials.store import Store
 from xtune.tuning.loop import FramePump, Runner, RunResult
 from xtune.tuning.metrics import Metrics
 from xtune.tuning.workload import Workload
-
-
-def pct(xs: list[float], q: float) -> float:
-    s = sorted(xs)
-    return s[min(len(s) - 1, int(q * len(s)))]
 
 
 def bench_tree(calls: int) -> dict[str, Any]:

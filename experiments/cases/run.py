@@ -21,6 +21,7 @@ from xtune.config import load
 from xtune.host.netns import VethPair, sysctl
 from xtune.host.services import Services, free_port
 from xtune.knobs.actuator import Actuator
+from xtune.testing.stats import mean_ci95
 from xtune.trials.store import Store
 
 from cases import tuned
@@ -28,7 +29,6 @@ from cases.case import TUNED_PROFILES, Case
 from cases.interleave import defaults_of, drop, interleave, knobs_for, probe, refused
 from cases.profiles import Contender, from_slo_file, key_of
 from cases.servers import SERVERS
-from cases.stats import mean_ci95
 
 
 def tune_bo(

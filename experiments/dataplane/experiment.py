@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from xtune import paths
+from xtune.host.services import free_port
 from xtune.sie import attach as eng
 from xtune.sie.analyze import analyze
 from xtune.sie.spec import load_spec
@@ -23,12 +24,6 @@ HERE = Path(__file__).parent
 LOW, HIGH = "2:3000:4", "2:25000:64"  # seconds:requests per second:flows
 PHASES = [LOW, HIGH, LOW]
 LIVE = {0: 8, 1: 16, 2: 8}  # phase -> RX_BATCH_SIZE set through SIE (from a sweep of rebuilt binaries)
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def stats(port: int) -> dict[str, int]:
@@ -47,7 +42,7 @@ def stats(port: int) -> dict[str, int]:
 
 def run(binary: Path, phases: list[str], scope=None, live: dict[int, int] | None = None) -> dict:  # type: ignore[no-untyped-def]
     """One load run against `binary`; with `scope`, RX_BATCH_SIZE is set through SIE per phase."""
-    port = free_port()
+    port = free_port(socket.SOCK_DGRAM)
     server = subprocess.Popen([str(binary), str(port)], stdout=subprocess.PIPE, text=True)
     assert server.stdout and server.stdout.readline().strip() == "ready"
     try:

@@ -4,15 +4,10 @@ xrtd (defaults, TuneD's network-throughput), and the host's sysctls equal before
 from __future__ import annotations
 
 import shutil
-import sys
 
 import pytest
-from xtune import paths
-
-sys.path.insert(0, str(paths.ROOT / "experiments"))
-
-from cases import web  # noqa: E402
-from cases.run import host_values, run_case  # noqa: E402
+from cases import web
+from cases.run import host_values, run_case
 
 
 @pytest.mark.timeout(120)

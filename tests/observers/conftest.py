@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from obs_helpers import free_port, unique
 from xtune import paths
+from xtune.host.services import free_port
+from xtune.testing.observe import unique
 
 HERE = Path(__file__).resolve().parent
 

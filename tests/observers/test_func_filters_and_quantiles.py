@@ -5,8 +5,8 @@ import os
 import subprocess
 
 import pytest
-from obs_helpers import frames_while
 from xtune.signals.frames import ShmFrameReader
+from xtune.testing.observe import frames_while
 
 BOUND = 1 / 32  # the histogram's quantile error (observers/README.md)
 PROBE_SLACK_NS = 200_000  # the caller's clock also covers the two probes and any preemption around them

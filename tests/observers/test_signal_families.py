@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
-from obs_helpers import frames_while, total
 from xtune.signals.frames import ShmFrameReader
+from xtune.testing.observe import frames_while, total
 
 
 @pytest.fixture

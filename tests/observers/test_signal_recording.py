@@ -6,8 +6,8 @@ import time
 from pathlib import Path
 
 import pytest
-from obs_helpers import free_port
 from xtune import paths
+from xtune.host.services import free_port
 from xtune.signals.frames import FRAME_REPLAYED, Catalog, ShmFrameReader, with_flags
 from xtune.signals.recording import (
     FILE_HEADER_SIZE,

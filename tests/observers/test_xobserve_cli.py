@@ -8,9 +8,9 @@ import signal
 import subprocess
 from pathlib import Path
 
-from obs_helpers import bpf_ids_alive, bpf_ids_of
 from xtune import paths
 from xtune.signals.frames import ShmFrameReader
+from xtune.testing.observe import bpf_ids_alive, bpf_ids_of
 
 FAMILIES = ["sched", "softirq", "block", "syscall", "func", "pmu", "tcp", "mem"]
 

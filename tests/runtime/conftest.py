@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from xrtd_helpers import Xrtd
+from xtune.testing.xrtd import Xrtd
 
 
 @pytest.fixture

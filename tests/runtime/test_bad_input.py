@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from xrtd_helpers import sysctl_in
+from xtune.testing.xrtd import sysctl_in
 
 SOMAXCONN = {
     "name": "somaxconn",

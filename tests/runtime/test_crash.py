@@ -6,7 +6,7 @@ import subprocess
 import sys
 import time
 
-from xrtd_helpers import sysctl_in
+from xtune.testing.xrtd import sysctl_in
 
 KNOBS = [  # name, key, min, max
     ("fin", "net.ipv4.tcp_fin_timeout", 5, 120),

@@ -3,8 +3,8 @@
 import json
 import subprocess
 
-from xrtd_helpers import sysctl_in
 from xtune import paths
+from xtune.testing.xrtd import sysctl_in
 
 
 def xtune(xrtd, *args, ok=True):

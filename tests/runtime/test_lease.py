@@ -2,7 +2,7 @@
 
 import time
 
-from xrtd_helpers import sysctl_in
+from xtune.testing.xrtd import sysctl_in
 
 LEASE_MS = 200
 

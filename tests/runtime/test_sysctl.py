@@ -1,8 +1,8 @@
 """sysctl backend in a throwaway network namespace: set, read back, table writes, restore on exit."""
 
 import pytest
-from xrtd_helpers import sysctl_in
 from xtune.knobs.table import KnobError
+from xtune.testing.xrtd import sysctl_in
 
 
 def test_set_reads_back_and_sigterm_restores(xrtd, netns):

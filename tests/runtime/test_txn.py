@@ -3,8 +3,8 @@
 import json
 
 import pytest
-from xrtd_helpers import sysctl_in
 from xtune.knobs.table import KnobError
+from xtune.testing.xrtd import sysctl_in
 
 KEYS = ("net.ipv4.tcp_fin_timeout", "net.core.somaxconn", "net.ipv4.ip_local_port_range")
 

@@ -4,8 +4,8 @@ import json
 import subprocess
 
 import pytest
-from netpair import VethPair, unique_tag
 from xtune import paths
+from xtune.testing.netpair import VethPair, unique_tag
 
 FLOW_BYTES = 3_000_000
 

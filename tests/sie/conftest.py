@@ -3,14 +3,9 @@
 from __future__ import annotations
 
 import shutil
-import sys
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
-
-from xtune.sie import attach as eng  # noqa: E402
+from xtune.sie import attach as eng
 
 
 @pytest.fixture(scope="session", autouse=True)

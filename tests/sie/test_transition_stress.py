@@ -22,9 +22,7 @@ from xtune.sie import attach as eng
 from xtune.sie.analyze import analyze
 from xtune.sie.scope import ScopeTable
 from xtune.sie.spec import spec_from_dict
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "runtime"))
-from xrtd_helpers import Xrtd  # noqa: E402
+from xtune.testing.xrtd import Xrtd
 
 SECONDS = float(os.environ.get("XTUNE_STRESS_SECONDS", "30"))
 PERIOD = 0.001  # one change per millisecond at most

@@ -12,11 +12,9 @@ from pathlib import Path
 import oracle
 import pytest
 import targets
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "runtime"))
-from xrtd_helpers import Xrtd  # noqa: E402
 from xtune.knobs.table import KnobError  # noqa: E402
-from xtune.sie import attach as eng  # noqa: E402
+from xtune.sie import attach as eng
+from xtune.testing.xrtd import Xrtd
 
 
 def expect(n: int, k: int) -> str:

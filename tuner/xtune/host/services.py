@@ -19,8 +19,9 @@ from pathlib import Path
 from xtune import paths
 
 
-def free_port() -> int:
-    with socket.socket() as s:
+def free_port(kind: socket.SocketKind = socket.SOCK_STREAM) -> int:
+    """A port of 127.0.0.1 free at the time of the call (TCP, or UDP with socket.SOCK_DGRAM)."""
+    with socket.socket(socket.AF_INET, kind) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 

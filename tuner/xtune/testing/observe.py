@@ -1,10 +1,9 @@
-"""Helpers of the signal-plane tests (imported by the tests and conftest.py)."""
+"""Helpers of the signal-plane tests and benchmarks: frames read while a command runs, BPF ids."""
 
 from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import threading
 import time
@@ -12,12 +11,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from xtune.signals.frames import Frame, FrameReader
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def unique(prefix: str) -> str:

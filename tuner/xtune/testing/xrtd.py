@@ -1,4 +1,4 @@
-"""Helpers of the runtime tests: an xrtd instance in a private tmp dir, reading sysctls in a netns."""
+"""An xrtd instance in a private tmp dir and sysctls read in a netns, for tests and benchmarks."""
 
 from __future__ import annotations
 
