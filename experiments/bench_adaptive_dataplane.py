@@ -33,6 +33,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Container
 from pathlib import Path
 
 from resultfile import write_result
@@ -149,9 +150,9 @@ class EveryK:
     def reason(self) -> str:
         return self.policy.reason
 
-    def decide(self, values: dict[str, float]) -> dict[str, int]:
+    def decide(self, values: dict[str, float], empty: Container[str] = ()) -> dict[str, int]:
         if self.held is None or self.n % self.k == 0:
-            self.held = self.policy.decide(values)
+            self.held = self.policy.decide(values, empty)
         self.n += 1
         return self.held
 

@@ -246,7 +246,20 @@ def test_watched_signal_outside_its_labelled_range_gives_the_fallback(tmp_path: 
     assert again.decide({"dp.arrivals": 10.0, "func.serve_batch.latency.p99": 100.0}) == {"batch": 4}
     assert again.decide({"dp.arrivals": 10.0, "func.serve_batch.latency.p99": 5000.0}) == fallback
     assert "outside its range" in again.reason
-    assert again.decide({"dp.arrivals": 10.0}) == {"batch": 4}  # absent: nothing to judge
+    # The fallback holds through windows without the watched signal (a server catching up can make
+    # no call in a window), and through those where the frame marks it empty ...
+    assert again.decide({"dp.arrivals": 10.0}) == fallback
+    empty = {"dp.arrivals": 10.0, "func.serve_batch.latency.p99": 0.0}
+    assert again.decide(empty, {"func.serve_batch.latency.p99"}) == fallback
+    assert "fallback holds" in again.reason
+    # ... until the signal is back in range in `hold` windows (1 here) that have it.
+    assert again.decide({"dp.arrivals": 10.0, "func.serve_batch.latency.p99": 100.0}) == {"batch": 4}
+    held = TreePolicy(TreeModel.load(tmp_path / "w.json"), hold=3)
+    held.decide({"dp.arrivals": 10.0, "func.serve_batch.latency.p99": 5000.0})
+    ok = {"dp.arrivals": 10.0, "func.serve_batch.latency.p99": 100.0}
+    # 3 windows back in range release the fallback; the tree's choice then waits out its hysteresis.
+    assert [held.decide(ok) for _ in range(5)] == [fallback] * 4 + [{"batch": 4}]
+    assert again.decide({"dp.arrivals": 10.0}) == {"batch": 4}  # absent and not tripped: nothing to judge
     with pytest.raises(ValueError, match="signal name"):
         train_regimes(*common, tmp_path / "x.json", features=["dp.arrivals"], watch=["a * b"])
 

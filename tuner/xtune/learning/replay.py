@@ -41,7 +41,7 @@ def replay_policy(recording: str | Path, model: TreeModel, hold: int = 1) -> Rep
         elif rec.type == RecordType.FRAME:
             frame = decode_frame(rec.payload, catalog)
             frames += 1
-            choice = policy.decide(frame.values)
+            choice = policy.decide(frame.values, frame.empty)
             if choice != last:
                 last = choice
                 replayed.append((frame.seq, dict(choice)))

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -156,6 +156,8 @@ class PolicyState:
     streak: int = 0  # windows the candidate has won in a row
     out_of_range: bool = False  # the last window was outside the training ranges
     windows: int = 0
+    tripped: bool = False  # a watched signal left its range; the fallback holds
+    clear: int = 0  # windows in a row since then with every watched signal present and in range
 
 
 class TreePolicy:
@@ -163,7 +165,11 @@ class TreePolicy:
 
     `hold` windows in a row must choose a new setting before it replaces the current one (1: every
     window's choice takes effect). Outside the training ranges the guard's fallback is chosen, and
-    takes effect at once: an unseen pattern is no reason to wait.
+    takes effect at once: an unseen pattern is no reason to wait. A watched signal out of its range
+    gives the fallback at once too, and the fallback then holds until the watched signals have
+    been back in range for `hold` windows that have them: a server that fell behind shows low load
+    signals while it catches up (windows with no call have none), and returning to the tree's
+    choice in those windows puts it behind again.
     """
 
     name = "tree"
@@ -210,19 +216,32 @@ class TreePolicy:
             self.state.out_of_range = False
         return self._decide(x)
 
-    def _watched(self, values: Mapping[str, float]) -> str:
-        """The reason if a watched signal present in this window is outside its range, else ""."""
+    def _watched(self, values: Mapping[str, float], empty: Container[str]) -> str:
+        """The reason the fallback holds in this window, else "" (see the class docstring)."""
+        st = self.state
+        seen = 0
         for name, lo, hi in self._watch:
             v = values.get(name)
-            if v is not None and not lo <= v <= hi:
+            if v is None or name in empty:
+                continue
+            if not lo <= v <= hi:
+                st.tripped, st.clear = True, 0
                 return f"{name} = {v:g} outside its range [{lo:g}, {hi:g}]: fallback"
-        return ""
+            seen += 1
+        if not st.tripped:
+            return ""
+        st.clear += 1 if seen else 0
+        if st.clear >= self.hold:
+            st.tripped = False
+            return ""
+        return f"watched signals back in range {st.clear} of {self.hold} windows: fallback holds"
 
-    def decide(self, values: Mapping[str, float]) -> dict[str, int]:
-        """Knob values for the signals of one window (absent signals read as 0)."""
+    def decide(self, values: Mapping[str, float], empty: Container[str] = ()) -> dict[str, int]:
+        """Knob values for the signals of one window (absent signals read as 0); `empty` names the
+        signals with no event in the window (a frame's `empty`), which a watch does not judge."""
         x = self._read(values)
         self.inputs = x
-        watched = self._watched(values) if self._watch else ""
+        watched = self._watched(values, empty) if self._watch else ""
         if watched:
             self.state.out_of_range = True
             chosen = self._fallback

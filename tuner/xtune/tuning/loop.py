@@ -78,7 +78,7 @@ class FramePump(threading.Thread):
             self._next_tree.take_over(self.tree)
             self.tree, self._next_tree = self._next_tree, None
         tree = self.tree
-        decision = tree.decide(frame.values)
+        decision = tree.decide(frame.values, frame.empty)
         apply = not paused and decision != self._last
         if apply:
             self.actuator.write_desired(decision)
