@@ -6,6 +6,27 @@ import subprocess
 import pytest
 from xtune import paths
 
+# `make test-fast` (pytest -m fast): modules that need no root, no network namespace, no daemon and
+# no kernel build, and run in seconds.
+FAST_MODULES = {
+    "tests/observers/test_signal_decode.py",
+    "tests/runtime/test_table_layout.py",
+    "tests/tuner/test_adaptive_policy.py",
+    "tests/tuner/test_benchmark_metrics.py",
+    "tests/tuner/test_check_figures.py",
+    "tests/tuner/test_config.py",
+    "tests/tuner/test_expr.py",
+    "tests/tuner/test_models.py",
+    "tests/tuner/test_store.py",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    root = config.rootpath
+    for item in items:
+        if item.path.relative_to(root).as_posix() in FAST_MODULES:
+            item.add_marker(pytest.mark.fast)
+
 
 @pytest.fixture(scope="session")
 def bin_dir():

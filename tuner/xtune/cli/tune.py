@@ -36,7 +36,7 @@ def run(
     from xtune.config import ConfigError, load
     from xtune.knobs.actuator import Actuator
     from xtune.policies import make_policy
-    from xtune.signals.frames import ShmFrameReader, ZmqFrameReader
+    from xtune.signals.frames import FrameReader, ShmFrameReader, ZmqFrameReader
     from xtune.trials.report import write_report
     from xtune.trials.store import Store
     from xtune.tuning.console import Progress, before_after
@@ -60,8 +60,8 @@ def run(
     if slo.benchmark is not None:  # windows are benchmark runs, not observer frames
         from xtune.tuning.bench_loop import BenchRunner, NoFrames, SkipFailed
 
-        reader = NoFrames()
-        runner = BenchRunner(slo, actuator, reader, store, metrics, workload, Progress(console))
+        reader: FrameReader = NoFrames()
+        runner: Runner = BenchRunner(slo, actuator, reader, store, metrics, workload, Progress(console))
     else:
         reader = ZmqFrameReader(slo.signals.zmq) if slo.signals.zmq else ShmFrameReader(slo.signals.shm)
         runner = Runner(slo, actuator, reader, store, metrics, workload, Progress(console))

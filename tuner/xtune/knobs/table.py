@@ -7,6 +7,7 @@ slot's `desired` and bumps `desired_gen` with no system call; xrtd applies it an
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import ctypes
 import json
@@ -280,7 +281,7 @@ class KnobClient:
     def begin(self) -> int:
         return self.call("begin")["txn"]
 
-    def commit(self) -> list[dict[str, Any]]:
+    def commit(self) -> builtins.list[dict[str, Any]]:
         return self.call("commit")["knobs"]
 
     def abort(self) -> None:
@@ -299,7 +300,7 @@ class KnobClient:
 
     def rollback(
         self, names: Sequence[str] | None = None, to: str = "original", reason: str = ""
-    ) -> list[dict[str, Any]]:
+    ) -> builtins.list[dict[str, Any]]:
         fields: dict[str, Any] = {"to": to, "reason": reason}
         if names is not None:
             fields["names"] = list(names)

@@ -30,7 +30,7 @@ from xtune.trials.store import StoredTrial
 
 
 def _spec(slo: SloFile, bounds: dict[int, float]) -> dict[str, Any]:
-    params = []
+    params: list[dict[str, Any]] = []
     for k in slo.knobs:
         if k.values:
             params.append({"kind": "choice", "name": k.name, "values": list(k.values)})

@@ -527,7 +527,7 @@ class ZmqFramePublisher:
         import zmq
 
         self._zmq = zmq
-        self._sock = zmq.Context.instance().socket(zmq.XPUB)
+        self._sock: Any = zmq.Context.instance().socket(zmq.XPUB)
         self._sock.setsockopt(zmq.XPUB_VERBOSE, 1)
         self._sock.setsockopt(zmq.XPUB_NODROP, 1)
         self._sock.setsockopt(zmq.SNDHWM, 100000)

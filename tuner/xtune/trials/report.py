@@ -34,12 +34,12 @@ def write_report(store: Store, experiment_id: int, out_dir: str | Path) -> Path:
     bad = [t for t in trials if t.status != "completed" and t.objective is not None]
     ax.errorbar(
         [t.index for t in ok],
-        [t.objective for t in ok],
+        [t.objective for t in ok],  # type: ignore[arg-type]  # not None: filtered above
         [t.objective_sem or 0 for t in ok],
         fmt="o",
         label="completed",
     )
-    ax.plot([t.index for t in bad], [t.objective for t in bad], "rx", label="infeasible (guard)")
+    ax.plot([t.index for t in bad], [t.objective for t in bad], "rx", label="infeasible (guard)")  # type: ignore[arg-type]
     if exp.baseline:
         ax.axhline(exp.baseline["objective"], color="gray", ls="--", label="baseline")
     values = [t.objective for t in trials if t.objective is not None]

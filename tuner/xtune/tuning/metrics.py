@@ -6,6 +6,8 @@ told otherwise (port 0 picks a free port; `port` says which).
 
 from __future__ import annotations
 
+from wsgiref.simple_server import WSGIServer
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 
@@ -45,7 +47,7 @@ class Metrics:
             registry=r,
         )
         self.port = 0
-        self._server = None
+        self._server: WSGIServer | None = None
 
     def serve(self, addr: str = "127.0.0.1", port: int = 9464) -> int:
         """Start the HTTP exporter; returns the bound port."""

@@ -37,7 +37,7 @@ def build_id(image: bytes) -> str:
     """The GNU build id of a vmlinux (what the running kernel shows in /sys/kernel/notes)."""
     for sec in ELFFile(io.BytesIO(image)).iter_sections():
         if sec.header.sh_type == "SHT_NOTE":
-            for note in sec.iter_notes():
+            for note in sec.iter_notes():  # type: ignore[attr-defined]  # a NoteSection
                 if note.n_name == "GNU" and note.n_type == "NT_GNU_BUILD_ID":  # not Xen's type 3
                     return note.n_desc
     raise KernelBuildError("the distro vmlinux has no GNU build id note")
