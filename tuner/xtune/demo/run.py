@@ -7,7 +7,7 @@ tcp_rmem / tcp_wmem maxima with BO from `demo/data/bufferbloat.yaml`: minimize t
 smoothed RTT while keeping at least 95 % of the baseline throughput. It prints the before/after
 table and writes the report; the knobs are restored and everything is torn down on exit.
 
-Then the second phase (`demo_sie.py`): a compiled-in constant of an unmodified running binary
+Then the second phase (`sie_phase.py`): a compiled-in constant of an unmodified running binary
 (the dataplane server's RX_BATCH_SIZE) tuned through SIE, with its own table and report.
 """
 

@@ -2,9 +2,9 @@
 
 Per perf-const: find its `#define`, compile each translation unit that uses it with the original
 value and two others (Debian's config, gcc-12: the distro's bytes, relocations aside), diff the
-machine code per function and fit IV = a*V + b with the shared engine (differ.py, lift.py), place
-the kernel spans (kernel_spans.py), check each function against the distro vmlinux
-(kernel_verify.py), and write
+machine code per function and fit IV = a*V + b with the shared engine (sie/differ.py, sie/lift.py), place
+the kernel spans (spans.py), check each function against the distro vmlinux
+(verify.py), and write
   - the scope table (scope.py, the format every SIE engine reads), and
   - the xsie spans file: the lines `xsiectl load` hands to /dev/xsie, one const id per perf-const.
 """
