@@ -1,13 +1,31 @@
 // SPDX-License-Identifier: MIT
-/* Changing values: check, journal, write, read back, publish; revert; transactions; lease. */
+/* Changing values: check, journal, write, read back, publish; revert; restore on exit. */
 #include <errno.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "xrtd.h"
+#include "apply.h"
 
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t current_txn; /* journaled with each set of a committing transaction */
+struct xrtd_counters xrtd_counters;
+
+void apply_lock(void)
+{
+	pthread_mutex_lock(&lock);
+}
+
+void apply_unlock(void)
+{
+	pthread_mutex_unlock(&lock);
+}
+
+void apply_in_txn(uint64_t txn)
+{
+	current_txn = txn;
+}
 
 /* Write through the backend and read back; on any failure the old value is put back. */
 static int write_verified(struct xrtd_knob *k, int64_t value, bool restoring,
@@ -43,7 +61,7 @@ int knob_set(struct xrtd_knob *k, int64_t value, const char *reason, const char 
 
 	ret = knob_check(k, value, err);
 	if (ret) {
-		xrtd.counters.refused++;
+		xrtd_counters.refused++;
 		audit_change(k, old, value, "refused", reason, via);
 		table_publish(k, XT_KNOB_REFUSED, ERANGE, k->seen_gen);
 		return ret;
@@ -58,7 +76,7 @@ int knob_set(struct xrtd_knob *k, int64_t value, const char *reason, const char 
 		ret = journal_set(k, old, value, current_txn);
 	}
 	if (ret) { /* nothing may change that the journal does not know about */
-		xrtd.counters.failed++;
+		xrtd_counters.failed++;
 		table_publish(k, XT_KNOB_FAILED, -ret, k->seen_gen);
 		return xrtd_errf(err, -ret, "knob %s: journal write failed (%s): not applied",
 				 k->name, strerror(-ret));
@@ -68,13 +86,13 @@ int knob_set(struct xrtd_knob *k, int64_t value, const char *reason, const char 
 		      __atomic_load_n(&k->shared->applied_gen, __ATOMIC_RELAXED));
 	ret = write_verified(k, value, false, err);
 	if (ret) {
-		xrtd.counters.failed++;
+		xrtd_counters.failed++;
 		audit_change(k, old, value, "failed", reason, via);
 		table_publish(k, XT_KNOB_FAILED, -ret, k->seen_gen);
 		return ret;
 	}
 	k->applied = value;
-	xrtd.counters.applied++;
+	xrtd_counters.applied++;
 	audit_change(k, old, value, "applied", reason, via);
 	table_publish(k, XT_KNOB_APPLIED, 0, k->seen_gen);
 	return 0;
@@ -95,13 +113,13 @@ int knob_revert(struct xrtd_knob *k, int64_t value, const char *reason, char err
 					 strerror(-ret));
 		ret = write_verified(k, value, to_original, err);
 		if (ret) {
-			xrtd.counters.failed++;
+			xrtd_counters.failed++;
 			audit_change(k, old, value, "restore-failed", reason, "xrtd");
 			table_publish(k, XT_KNOB_FAILED, -ret, k->seen_gen);
 			return ret;
 		}
 		k->applied = value;
-		xrtd.counters.restored++;
+		xrtd_counters.restored++;
 		audit_change(k, old, value, "restored", reason, "xrtd");
 	}
 	if (to_original) {
@@ -113,73 +131,26 @@ int knob_revert(struct xrtd_knob *k, int64_t value, const char *reason, char err
 	return 0;
 }
 
+int knob_remove(struct xrtd_knob *k, const char *reason, char err[XRTD_ERR_LEN])
+{
+	if (k->armed && !k->kept) {
+		int ret = knob_revert(k, k->original, reason, err);
+
+		if (ret)
+			return ret;
+	}
+	knob_unregister(k);
+	return 0;
+}
+
 void knobs_restore_all(const char *reason)
 {
 	char err[XRTD_ERR_LEN];
 
 	for (int i = XT_KNOB_MAX - 1; i >= 0; i--) {
-		struct xrtd_knob *k = xrtd.knobs[i];
+		struct xrtd_knob *k = knob_at(i);
 
 		if (k && k->armed && !k->kept && knob_revert(k, k->original, reason, err))
 			fprintf(stderr, "xrtd: %s\n", err);
 	}
-}
-
-void lease_check(void)
-{
-	char err[XRTD_ERR_LEN];
-
-	if (!xrtd.lease_held || now_ns() < xrtd.lease_deadline_ns)
-		return;
-	xrtd.lease_held = false;
-	xrtd.lease_deadline_ns = 0;
-	__atomic_store_n(&xrtd.table->lease_deadline_ns, 0, __ATOMIC_RELEASE);
-	xrtd.counters.lease_expiries++;
-	for (int i = XT_KNOB_MAX - 1; i >= 0; i--) {
-		struct xrtd_knob *k = xrtd.knobs[i];
-		int64_t to;
-
-		if (!k || !k->armed || k->kept)
-			continue;
-		to = xrtd.opt.lease_action == LEASE_TO_GOOD ? k->good : k->original;
-		if (knob_revert(k, to, "lease expired", err))
-			fprintf(stderr, "xrtd: %s\n", err);
-	}
-}
-
-int txn_commit(struct txn *t, char err[XRTD_ERR_LEN])
-{
-	int64_t old[XT_KNOB_MAX];
-	char undo_err[XRTD_ERR_LEN];
-	int done, ret = 0;
-
-	journal_txn(t->id, "begin");
-	current_txn = t->id;
-	for (done = 0; done < t->count; done++) {
-		struct xrtd_knob *k = xrtd.knobs[t->sets[done].slot];
-
-		if (!k || k->shared->reg_gen != t->sets[done].reg_gen) {
-			ret = xrtd_errf(err, ENOENT, "a knob of the transaction was unregistered");
-			break;
-		}
-		old[done] = k->applied;
-		ret = knob_set(k, t->sets[done].value, t->sets[done].reason, "txn", err);
-		if (ret)
-			break;
-	}
-	if (ret) {
-		char msg[XRTD_ERR_LEN];
-
-		for (int j = done - 1; j >= 0; j--) {
-			struct xrtd_knob *k = xrtd.knobs[t->sets[j].slot];
-
-			if (knob_revert(k, old[j], "transaction failed", undo_err))
-				fprintf(stderr, "xrtd: %s\n", undo_err);
-		}
-		snprintf(msg, sizeof(msg), "transaction %" PRIu64 " not applied: %s", t->id, err);
-		snprintf(err, XRTD_ERR_LEN, "%s", msg);
-	}
-	current_txn = 0;
-	journal_txn(t->id, ret ? "abort" : "commit");
-	return ret;
 }

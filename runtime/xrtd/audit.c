@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "json.h"
-#include "xrtd.h"
+#include "registry.h"
 
 static int audit_fd = -1;
 static char path[PATH_MAX];

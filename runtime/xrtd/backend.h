@@ -20,9 +20,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "util.h"
 #include "xtune/knob.h"
 
-#define XRTD_ERR_LEN   256
 #define XRTD_NETNS_LEN 256
 #define XRTD_ENUM_MAX  16
 #define XRTD_ENUM_LEN  32
@@ -70,21 +70,22 @@ struct xrtd_backend {
 	static const struct xrtd_backend *const xrtd_backend_ptr_##b                               \
 		__attribute__((used, section("xrtd_backends"))) = &(b)
 
-/* Lookup by protocol name or by id; NULL when unknown. */
+/* backend.c: lookup by protocol name; NULL when unknown. */
 const struct xrtd_backend *xrtd_backend_by_name(const char *name);
 
-/* Helpers shared by backends (knob.c). */
-int xrtd_errf(char err[XRTD_ERR_LEN], int errnum, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-/* Text as found in a file → knob value: integer, or index of an enum value ("[x]" selects x). */
+/* The directory where backends keep files of their own (xrtd's --state-dir, set by main). */
+void backend_set_state_dir(const char *dir);
+const char *backend_state_dir(void);
+/* table.c: the shared table's name under /dev/shm (SIE engines map it). */
+const char *table_name(void);
+
+/* knob_text.c: text as found in a file → knob value: integer, or index of an enum value ("[x]"
+ * selects x). */
 int xrtd_knob_parse(const struct xrtd_knob *k, const char *text, int64_t *value,
 		    char err[XRTD_ERR_LEN]);
 /* Knob value → text to write into a file. */
 int xrtd_knob_format(const struct xrtd_knob *k, int64_t value, char *buf, size_t len);
-/* Read a small text file (trailing newline stripped) / write one; errors name the path. */
-int xrtd_read_file(const char *path, char *buf, size_t len, char err[XRTD_ERR_LEN]);
-int xrtd_write_file(const char *path, const char *text, char err[XRTD_ERR_LEN]);
-/* Is `subject` allowed by the --allow patterns given for `backend` (fnmatch globs)? */
+/* allow.c: is `subject` allowed by the --allow patterns given for `backend` (fnmatch globs)? */
 bool xrtd_allowed(const char *backend, const char *subject);
 
 #endif /* XRTD_BACKEND_H */

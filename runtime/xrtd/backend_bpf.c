@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "xrtd.h"
+#include "backend.h"
 
 #define BPF_VALUE_MAX 4096
 

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "../../kmod/include/uapi/xsie.h"
-#include "xrtd.h"
+#include "backend.h"
 
 struct sie_kernel {
 	int fd;
@@ -119,15 +119,17 @@ static int sie_kernel_write(struct xrtd_knob *k, int64_t value, char err[XRTD_ER
 
 	if (ioctl(s->fd, XSIE_IOC_SET, &v)) {
 		if (errno == ERANGE)
-			return xrtd_errf(err, errno,
-					 "sie-kernel %s: %lld is outside the range the analysis holds "
-					 "for (the kernel log names it)",
-					 k->target, (long long)value);
+			return xrtd_errf(
+				err, errno,
+				"sie-kernel %s: %lld is outside the range the analysis holds "
+				"for (the kernel log names it)",
+				k->target, (long long)value);
 		if (errno == EBUSY)
-			return xrtd_errf(err, errno,
-					 "sie-kernel %s: %lld refused: an earlier change still waits "
-					 "for threads to leave the safe spans",
-					 k->target, (long long)value);
+			return xrtd_errf(
+				err, errno,
+				"sie-kernel %s: %lld refused: an earlier change still waits "
+				"for threads to leave the safe spans",
+				k->target, (long long)value);
 		return xrtd_errf(err, errno, "sie-kernel %s: set %lld: %s", k->target,
 				 (long long)value, strerror(errno));
 	}

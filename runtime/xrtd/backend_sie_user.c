@@ -23,7 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "xrtd.h"
+#include "backend.h"
 
 #define ENGINE_REPLY_MS 30000
 
@@ -136,7 +136,7 @@ static int own_plan(struct xrtd_knob *k, struct sie_user *s, char err[XRTD_ERR_L
 		char *rest;
 
 		if (!strncmp(line, "knobs ", 6)) {
-			fprintf(out, "knobs /dev/shm/%s %lx\n", xrtd.opt.shm_name,
+			fprintf(out, "knobs /dev/shm/%s %lx\n", table_name(),
 				(unsigned long)XT_KNOB_TABLE_SIZE);
 		} else if (!strncmp(line, "span ", 5) && sscanf(line, "span %64s", name) == 1 &&
 			   (rest = strchr(line + 5 + strlen(name) + 1, ' '))) {
@@ -254,7 +254,7 @@ static int sie_user_validate(struct xrtd_knob *k, char err[XRTD_ERR_LEN])
 	}
 	s->original = s->value = original;
 	snprintf(s->name, sizeof(s->name), "%s", cname);
-	if (snprintf(dir, sizeof(dir), "%s/sie-user", xrtd.opt.state_dir) >= (int)sizeof(dir)) {
+	if (snprintf(dir, sizeof(dir), "%s/sie-user", backend_state_dir()) >= (int)sizeof(dir)) {
 		free(s);
 		return xrtd_errf(err, ENAMETOOLONG, "sie-user: state directory name too long");
 	}

@@ -16,7 +16,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "xrtd.h"
+#include "backend.h"
 
 #define SYSCTL_FIELDS_MAX 16
 #define SYSCTL_TEXT_LEN	  1024

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "xrtd.h"
+#include "backend.h"
 
 #define SYSFS_TEXT_LEN 1024
 

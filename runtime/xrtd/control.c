@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* The control socket: line-delimited JSON requests, one reply line each (runtime/README.md). */
 #include <errno.h>
-#include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,13 +12,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "json.h"
-#include "xrtd.h"
+#include "control.h"
+#include "ops.h"
 
-#define CLIENT_MAX	 32
-#define LINE_MAX_BYTES	 65536
-#define LEASE_MS_DEFAULT 300
-#define LEASE_MS_MAX	 10000
+#define CLIENT_MAX     32
+#define LINE_MAX_BYTES 65536
 
 struct client {
 	int fd;
@@ -29,521 +26,8 @@ struct client {
 };
 
 static int listen_fd = -1, signal_fd = -1;
+static const char *socket_path;
 static struct client *clients[CLIENT_MAX];
-static uint64_t next_txn = 1;
-
-static const char *const state_names[] = {"free",    "registered", "applying",	 "applied",
-					  "refused", "failed",	   "rolled_back"};
-
-struct request {
-	const struct json *j;
-	const char *op;
-	char *err;
-};
-
-/* Field accessors: each failure names the op and the field. */
-static int field_str(struct request *r, const char *key, bool required, const char **out)
-{
-	const struct json *f = json_get(r->j, key);
-
-	*out = NULL;
-	if (!f)
-		return required ? xrtd_errf(r->err, EINVAL, "%s: missing field '%s'", r->op, key)
-				: 0;
-	if (f->type != JSON_STRING)
-		return xrtd_errf(r->err, EINVAL, "%s: field '%s' must be a string, not %s", r->op,
-				 key, json_type_name(f->type));
-	*out = f->s;
-	return 0;
-}
-
-static int field_int(struct request *r, const char *key, bool *present, int64_t *out)
-{
-	const struct json *f = json_get(r->j, key);
-
-	*present = f != NULL;
-	if (!f)
-		return 0;
-	if (f->type != JSON_INT)
-		return xrtd_errf(r->err, EINVAL, "%s: field '%s' must be an integer, not %s", r->op,
-				 key, json_type_name(f->type));
-	*out = f->i;
-	return 0;
-}
-
-static int field_names(struct request *r, const struct json **out)
-{
-	const struct json *f = json_get(r->j, "names");
-
-	*out = NULL;
-	if (!f)
-		return 0;
-	if (f->type != JSON_ARRAY)
-		return xrtd_errf(r->err, EINVAL, "%s: field 'names' must be a list of knob names",
-				 r->op);
-	for (const struct json *n = f->child; n; n = n->next) {
-		if (n->type != JSON_STRING)
-			return xrtd_errf(r->err, EINVAL, "%s: 'names' holds a %s, not a name",
-					 r->op, json_type_name(n->type));
-		if (!knob_find(n->s))
-			return xrtd_errf(r->err, ENOENT, "%s: unknown knob '%s'", r->op, n->s);
-	}
-	*out = f;
-	return 0;
-}
-
-static bool named(const struct json *names, const struct xrtd_knob *k)
-{
-	if (!names)
-		return true;
-	for (const struct json *n = names->child; n; n = n->next)
-		if (!strcmp(n->s, k->name))
-			return true;
-	return false;
-}
-
-static int find_knob(struct request *r, struct xrtd_knob **k)
-{
-	const char *name;
-	int ret = field_str(r, "name", true, &name);
-
-	if (ret)
-		return ret;
-	*k = knob_find(name);
-	if (!*k)
-		return xrtd_errf(r->err, ENOENT, "%s: unknown knob '%s'", r->op, name);
-	return 0;
-}
-
-static void knob_json(struct jbuf *b, const struct xrtd_knob *k)
-{
-	char text[XRTD_ENUM_LEN + 32];
-	uint32_t state = __atomic_load_n(&k->shared->state, __ATOMIC_RELAXED);
-
-	xrtd_knob_format(k, k->applied, text, sizeof(text));
-	jb_printf(b, "{\"name\":");
-	jb_str(b, k->name);
-	jb_printf(b, ",\"backend\":");
-	jb_str(b, k->backend->name);
-	jb_printf(b, ",\"target\":");
-	jb_str(b, k->target);
-	jb_printf(b, ",\"netns\":");
-	jb_str(b, k->netns);
-	jb_printf(b,
-		  ",\"slot\":%d,\"type\":\"%s\",\"min\":%" PRId64 ",\"max\":%" PRId64
-		  ",\"step\":%" PRId64 ",\"enum\":[",
-		  k->slot, k->type == XT_KNOB_ENUM ? "enum" : "int", k->min, k->max, k->step);
-	for (int i = 0; i < k->enum_count; i++) {
-		jb_printf(b, i ? "," : "");
-		jb_str(b, k->enum_values[i]);
-	}
-	jb_printf(b,
-		  "],\"original\":%" PRId64 ",\"applied\":%" PRId64 ",\"good\":%" PRId64
-		  ",\"text\":",
-		  k->original, k->applied, k->good);
-	jb_str(b, text);
-	jb_printf(b, ",\"state\":\"%s\",\"armed\":%s,\"kept\":%s}",
-		  state < sizeof(state_names) / sizeof(state_names[0]) ? state_names[state] : "?",
-		  k->armed ? "true" : "false", k->kept ? "true" : "false");
-}
-
-static void knobs_json(struct jbuf *b, const struct json *names)
-{
-	bool first = true;
-
-	jb_printf(b, ",\"knobs\":[");
-	for (int i = 0; i < XT_KNOB_MAX; i++) {
-		if (!xrtd.knobs[i] || !named(names, xrtd.knobs[i]))
-			continue;
-		jb_printf(b, first ? "" : ",");
-		knob_json(b, xrtd.knobs[i]);
-		first = false;
-	}
-	jb_printf(b, "]");
-}
-
-/* A value given as an integer, or for enum knobs as one of its strings. */
-static int value_of(struct request *r, const struct xrtd_knob *k, int64_t *value)
-{
-	const struct json *v = json_get(r->j, "value");
-
-	if (!v)
-		return xrtd_errf(r->err, EINVAL, "%s %s: missing field 'value'", r->op, k->name);
-	if (v->type == JSON_INT) {
-		*value = v->i;
-		return 0;
-	}
-	if (v->type == JSON_STRING && k->type == XT_KNOB_ENUM) {
-		for (int i = 0; i < k->enum_count; i++)
-			if (!strcmp(k->enum_values[i], v->s)) {
-				*value = i;
-				return 0;
-			}
-		return xrtd_errf(r->err, EINVAL, "%s %s: '%s' is not one of the knob's enum values",
-				 r->op, k->name, v->s);
-	}
-	return xrtd_errf(r->err, EINVAL, "%s %s: field 'value' must be %s, not %s", r->op, k->name,
-			 k->type == XT_KNOB_ENUM ? "an index or an enum string" : "an integer",
-			 json_type_name(v->type));
-}
-
-static int op_register(struct client *c, struct request *r, struct jbuf *out)
-{
-	struct knob_spec spec = {0};
-	const struct json *en = json_get(r->j, "enum");
-	struct xrtd_knob *k;
-	bool has_step;
-	int ret;
-
-	(void)c;
-	if ((ret = field_str(r, "name", true, &spec.name)) ||
-	    (ret = field_str(r, "backend", true, &spec.backend)) ||
-	    (ret = field_str(r, "target", true, &spec.target)) ||
-	    (ret = field_str(r, "netns", false, &spec.netns)) ||
-	    (ret = field_int(r, "min", &spec.has_min, &spec.min)) ||
-	    (ret = field_int(r, "max", &spec.has_max, &spec.max)) ||
-	    (ret = field_int(r, "step", &has_step, &spec.step)))
-		return ret;
-	if (en) {
-		if (en->type != JSON_ARRAY)
-			return xrtd_errf(r->err, EINVAL,
-					 "register: field 'enum' must be a list of "
-					 "strings");
-		for (const struct json *v = en->child; v; v = v->next) {
-			if (v->type != JSON_STRING)
-				return xrtd_errf(r->err, EINVAL,
-						 "register: 'enum' holds a %s, not a "
-						 "string",
-						 json_type_name(v->type));
-			if (spec.enum_count == XRTD_ENUM_MAX)
-				return xrtd_errf(r->err, E2BIG,
-						 "register: more than %d enum values",
-						 XRTD_ENUM_MAX);
-			spec.enum_values[spec.enum_count++] = v->s;
-		}
-		if (!spec.enum_count)
-			return xrtd_errf(r->err, EINVAL, "register: 'enum' is empty");
-	}
-	ret = knob_register(&spec, &k, r->err);
-	if (ret)
-		return ret;
-	jb_printf(out, ",\"knob\":");
-	knob_json(out, k);
-	return 0;
-}
-
-static int op_unregister(struct client *c, struct request *r, struct jbuf *out)
-{
-	struct xrtd_knob *k;
-	int ret = find_knob(r, &k);
-
-	(void)c;
-	if (ret)
-		return ret;
-	jb_printf(out, ",\"knob\":{\"name\":");
-	jb_str(out, k->name);
-	jb_printf(out, ",\"state\":\"unregistered\"}");
-	return knob_unregister(k, r->err);
-}
-
-static int op_set(struct client *c, struct request *r, struct jbuf *out)
-{
-	struct xrtd_knob *k;
-	const char *reason;
-	int64_t value = 0;
-	int ret;
-
-	if ((ret = find_knob(r, &k)) || (ret = value_of(r, k, &value)) ||
-	    (ret = field_str(r, "reason", false, &reason)))
-		return ret;
-	if (c->txn.id) {
-		struct txn_set *s = NULL;
-
-		ret = knob_check(k, value, r->err);
-		if (ret)
-			return ret;
-		for (int i = 0; i < c->txn.count && !s; i++)
-			if (c->txn.sets[i].slot == k->slot)
-				s = &c->txn.sets[i];
-		if (!s)
-			s = &c->txn.sets[c->txn.count++];
-		*s = (struct txn_set){
-			.slot = k->slot, .reg_gen = k->shared->reg_gen, .value = value};
-		snprintf(s->reason, sizeof(s->reason), "%s", reason ? reason : "");
-		jb_printf(out, ",\"queued\":true,\"txn\":%" PRIu64, c->txn.id);
-		return 0;
-	}
-	ret = knob_set(k, value, reason, "socket", r->err);
-	if (ret)
-		return ret;
-	jb_printf(out, ",\"knob\":");
-	knob_json(out, k);
-	return 0;
-}
-
-static int op_get(struct client *c, struct request *r, struct jbuf *out)
-{
-	struct xrtd_knob *k;
-	int ret = find_knob(r, &k);
-
-	(void)c;
-	if (ret)
-		return ret;
-	jb_printf(out, ",\"knob\":");
-	knob_json(out, k);
-	return 0;
-}
-
-static int op_list(struct client *c, struct request *r, struct jbuf *out)
-{
-	(void)c;
-	(void)r;
-	knobs_json(out, NULL);
-	return 0;
-}
-
-static int op_begin(struct client *c, struct request *r, struct jbuf *out)
-{
-	if (c->txn.id)
-		return xrtd_errf(r->err, EBUSY, "begin: transaction %" PRIu64 " is already open",
-				 c->txn.id);
-	c->txn.id = next_txn++;
-	c->txn.count = 0;
-	jb_printf(out, ",\"txn\":%" PRIu64, c->txn.id);
-	return 0;
-}
-
-static int op_commit(struct client *c, struct request *r, struct jbuf *out)
-{
-	int ret;
-
-	if (!c->txn.id)
-		return xrtd_errf(r->err, EINVAL,
-				 "commit: no transaction is open (send begin first)");
-	ret = txn_commit(&c->txn, r->err);
-	c->txn.id = 0;
-	if (ret)
-		return ret;
-	jb_printf(out, ",\"knobs\":[");
-	for (int i = 0; i < c->txn.count; i++) {
-		jb_printf(out, i ? "," : "");
-		knob_json(out, xrtd.knobs[c->txn.sets[i].slot]);
-	}
-	jb_printf(out, "]");
-	return 0;
-}
-
-static int op_abort(struct client *c, struct request *r, struct jbuf *out)
-{
-	(void)out;
-	if (!c->txn.id)
-		return xrtd_errf(r->err, EINVAL, "abort: no transaction is open");
-	c->txn.id = 0;
-	return 0;
-}
-
-static int op_rollback(struct client *c, struct request *r, struct jbuf *out)
-{
-	const char *to, *reason;
-	const struct json *names;
-	bool to_good;
-	int ret;
-
-	(void)c;
-	if ((ret = field_str(r, "to", false, &to)) ||
-	    (ret = field_str(r, "reason", false, &reason)) || (ret = field_names(r, &names)))
-		return ret;
-	if (to && strcmp(to, "original") && strcmp(to, "good"))
-		return xrtd_errf(r->err, EINVAL,
-				 "rollback: 'to' must be 'original' or 'good', not "
-				 "'%s'",
-				 to);
-	to_good = to && !strcmp(to, "good");
-	for (int i = XT_KNOB_MAX - 1; i >= 0; i--) {
-		struct xrtd_knob *k = xrtd.knobs[i];
-
-		if (!k || !named(names, k))
-			continue;
-		ret = knob_revert(k, to_good ? k->good : k->original,
-				  reason && *reason ? reason : "rollback requested", r->err);
-		if (ret)
-			return ret;
-	}
-	knobs_json(out, names);
-	return 0;
-}
-
-static int op_mark(struct client *c, struct request *r, struct jbuf *out, bool keep)
-{
-	const struct json *names;
-	int ret = field_names(r, &names);
-
-	(void)c;
-	if (ret)
-		return ret;
-	for (int i = 0; i < XT_KNOB_MAX; i++) {
-		struct xrtd_knob *k = xrtd.knobs[i];
-
-		if (!k || !named(names, k))
-			continue;
-		k->good = k->applied;
-		if (keep && k->armed && !k->kept) {
-			ret = journal_keep(k);
-			if (ret)
-				return xrtd_errf(r->err, -ret, "keep %s: journal write failed",
-						 k->name);
-			k->kept = true;
-		}
-	}
-	knobs_json(out, names);
-	return 0;
-}
-
-static int op_good(struct client *c, struct request *r, struct jbuf *out)
-{
-	return op_mark(c, r, out, false);
-}
-
-static int op_keep(struct client *c, struct request *r, struct jbuf *out)
-{
-	return op_mark(c, r, out, true);
-}
-
-static int op_heartbeat(struct client *c, struct request *r, struct jbuf *out)
-{
-	int64_t lease_ms = LEASE_MS_DEFAULT;
-	bool given;
-	int ret = field_int(r, "lease_ms", &given, &lease_ms);
-
-	(void)c;
-	if (ret)
-		return ret;
-	if (lease_ms < 1 || lease_ms > LEASE_MS_MAX)
-		return xrtd_errf(r->err, ERANGE, "heartbeat: lease_ms %" PRId64 " out of 1..%d",
-				 lease_ms, LEASE_MS_MAX);
-	xrtd.lease_held = true;
-	xrtd.lease_deadline_ns = now_ns() + (uint64_t)lease_ms * 1000000;
-	__atomic_store_n(&xrtd.table->lease_deadline_ns, xrtd.lease_deadline_ns, __ATOMIC_RELEASE);
-	jb_printf(out, ",\"deadline_ms\":%" PRId64, lease_ms);
-	return 0;
-}
-
-static int op_release(struct client *c, struct request *r, struct jbuf *out)
-{
-	(void)c;
-	(void)r;
-	(void)out;
-	xrtd.lease_held = false;
-	xrtd.lease_deadline_ns = 0;
-	__atomic_store_n(&xrtd.table->lease_deadline_ns, 0, __ATOMIC_RELEASE);
-	return 0;
-}
-
-static int op_status(struct client *c, struct request *r, struct jbuf *out)
-{
-	const struct xrtd_counters *n = &xrtd.counters;
-	int count = 0;
-	int64_t remaining = 0;
-
-	(void)c;
-	(void)r;
-	for (int i = 0; i < XT_KNOB_MAX; i++)
-		count += xrtd.knobs[i] != NULL;
-	if (xrtd.lease_held)
-		remaining = ((int64_t)xrtd.lease_deadline_ns - (int64_t)now_ns()) / 1000000;
-	jb_printf(out, ",\"pid\":%d,\"shm\":", getpid());
-	jb_str(out, xrtd.opt.shm_name);
-	jb_printf(out, ",\"socket\":");
-	jb_str(out, xrtd.opt.socket_path);
-	jb_printf(out, ",\"journal\":");
-	jb_str(out, journal_path());
-	jb_printf(out, ",\"audit\":");
-	jb_str(out, audit_path());
-	jb_printf(out,
-		  ",\"knobs\":%d,\"lease\":{\"held\":%s,\"remaining_ms\":%" PRId64
-		  ",\"expiries\":%" PRIu64 ",\"action\":\"%s\"},\"counters\":{\"requests\":%" PRIu64
-		  ",\"request_errors\":%" PRIu64 ",\"applied\":%" PRIu64 ",\"refused\":%" PRIu64
-		  ",\"failed\":%" PRIu64 ",\"restored\":%" PRIu64 "}",
-		  count, xrtd.lease_held ? "true" : "false", remaining, n->lease_expiries,
-		  xrtd.opt.lease_action == LEASE_TO_GOOD ? "good" : "original", n->requests,
-		  n->request_errors, n->applied, n->refused, n->failed, n->restored);
-	return 0;
-}
-
-struct op {
-	const char *name;
-	int (*fn)(struct client *c, struct request *r, struct jbuf *out);
-	const char *fields; /* allowed fields besides "op", space-separated */
-};
-
-static const struct op ops[] = {
-	{"register", op_register, "name backend target min max step enum netns"},
-	{"unregister", op_unregister, "name"},
-	{"set", op_set, "name value reason"},
-	{"get", op_get, "name"},
-	{"list", op_list, ""},
-	{"begin", op_begin, ""},
-	{"commit", op_commit, ""},
-	{"abort", op_abort, ""},
-	{"rollback", op_rollback, "names to reason"},
-	{"good", op_good, "names"},
-	{"keep", op_keep, "names"},
-	{"heartbeat", op_heartbeat, "lease_ms"},
-	{"release", op_release, ""},
-	{"status", op_status, ""},
-};
-
-static bool field_allowed(const char *fields, const char *key)
-{
-	size_t n = strlen(key);
-
-	for (const char *p = fields; (p = strstr(p, key)); p += n)
-		if ((p == fields || p[-1] == ' ') && (p[n] == ' ' || !p[n]))
-			return true;
-	return false;
-}
-
-static int dispatch(struct client *c, const char *line, size_t len, struct jbuf *out,
-		    char err[XRTD_ERR_LEN])
-{
-	struct request r = {.err = err};
-	const struct op *op = NULL;
-	struct json *j;
-	int ret;
-
-	if (strlen(line) != len)
-		return xrtd_errf(err, EINVAL, "request contains a NUL byte at %zu", strlen(line));
-	j = json_parse(line, err, XRTD_ERR_LEN);
-	if (!j)
-		return -EINVAL;
-	r.j = j;
-	if (j->type != JSON_OBJECT) {
-		ret = xrtd_errf(err, EINVAL, "request must be a JSON object, not %s",
-				json_type_name(j->type));
-		goto out;
-	}
-	ret = field_str(&(struct request){.j = j, .op = "request", .err = err}, "op", true, &r.op);
-	if (ret)
-		goto out;
-	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
-		if (!strcmp(ops[i].name, r.op))
-			op = &ops[i];
-	if (!op) {
-		ret = xrtd_errf(err, EINVAL, "unknown op '%s'", r.op);
-		goto out;
-	}
-	for (const struct json *m = j->child; m; m = m->next)
-		if (strcmp(m->key, "op") && !field_allowed(op->fields, m->key)) {
-			ret = xrtd_errf(err, EINVAL, "%s: unknown field '%s'", r.op, m->key);
-			goto out;
-		}
-	pthread_mutex_lock(&xrtd.lock);
-	ret = op->fn(c, &r, out);
-	pthread_mutex_unlock(&xrtd.lock);
-out:
-	json_free(j);
-	return ret;
-}
 
 /* Answer one request line; false when the reply could not be sent (the client is dropped). */
 static bool reply(struct client *c, const char *line, size_t len)
@@ -553,10 +37,10 @@ static bool reply(struct client *c, const char *line, size_t len)
 	bool sent;
 	int ret;
 
-	xrtd.counters.requests++;
-	ret = dispatch(c, line, len, &body, err);
+	xrtd_counters.requests++;
+	ret = ops_dispatch(&c->txn, line, len, &body, err);
 	if (ret) {
-		xrtd.counters.request_errors++;
+		xrtd_counters.request_errors++;
 		jb_printf(&msg, "{\"ok\":false,\"error\":");
 		jb_str(&msg, err[0] ? err : strerror(-ret));
 		jb_printf(&msg, "}\n");
@@ -618,6 +102,8 @@ int control_listen(const char *path, char err[XRTD_ERR_LEN])
 	if (strlen(path) >= sizeof(addr.sun_path))
 		return xrtd_errf(err, ENAMETOOLONG, "--socket %s: path too long", path);
 	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path);
+	socket_path = path;
+	status_set_socket(path);
 	listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (listen_fd < 0)
 		return xrtd_errf(err, errno, "socket: %s", strerror(errno));
@@ -645,7 +131,7 @@ int control_run(void)
 	struct pollfd pfd[CLIENT_MAX + 2];
 	int idx[CLIENT_MAX + 2];
 
-	while (!xrtd.stop) {
+	for (;;) {
 		int n = 0;
 
 		pfd[n++] = (struct pollfd){.fd = signal_fd, .events = POLLIN};
@@ -658,16 +144,15 @@ int control_run(void)
 		/* 10 ms: the lease is checked at least this often. */
 		if (poll(pfd, n, 10) < 0 && errno != EINTR)
 			return -errno;
-		pthread_mutex_lock(&xrtd.lock);
+		apply_lock();
 		lease_check();
-		pthread_mutex_unlock(&xrtd.lock);
+		apply_unlock();
 		if (pfd[0].revents & POLLIN) {
 			struct signalfd_siginfo si;
 
 			if (read(signal_fd, &si, sizeof(si)) == sizeof(si))
 				fprintf(stderr, "xrtd: signal %u, restoring and exiting\n",
 					si.ssi_signo);
-			xrtd.stop = 1;
 			break;
 		}
 		if (pfd[1].revents & POLLIN) {
@@ -699,7 +184,7 @@ void control_close(void)
 			client_close(i);
 	if (listen_fd >= 0) {
 		close(listen_fd);
-		unlink(xrtd.opt.socket_path);
+		unlink(socket_path);
 	}
 	if (signal_fd >= 0)
 		close(signal_fd);

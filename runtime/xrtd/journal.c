@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * The journal: JSON lines, appended and fdatasync'd before the change each one announces.
- * Replay on start restores every knob that was armed and neither restored nor kept.
+ * journal_read() gives back every knob the last run left armed (neither restored nor kept);
+ * recovery.c puts them back before journal_start() begins a fresh journal.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,10 +15,19 @@
 #include <unistd.h>
 
 #include "json.h"
-#include "xrtd.h"
+#include "registry.h"
 
 static int journal_fd = -1;
 static char path[PATH_MAX];
+static const char *state_dir;
+static bool sync_all; /* --journal-sync all */
+
+void journal_init(const char *dir, bool sync_every_record)
+{
+	state_dir = dir;
+	sync_all = sync_every_record;
+	snprintf(path, sizeof(path), "%s/journal", dir);
+}
 
 const char *journal_path(void)
 {
@@ -36,7 +46,7 @@ static int append(struct jbuf *b, bool durable)
 	jb_printf(b, "\n");
 	errno = 0;
 	if (write(journal_fd, b->p, b->len) != (ssize_t)b->len ||
-	    ((durable || xrtd.opt.journal_sync_all) && fdatasync(journal_fd)))
+	    ((durable || sync_all) && fdatasync(journal_fd)))
 		ret = -(errno ? errno : EIO);
 	jb_free(b);
 	return ret;
@@ -108,12 +118,6 @@ int journal_txn(uint64_t txn, const char *what)
 	return append(&b, false);
 }
 
-/* One knob as the journal left it. */
-struct replayed {
-	struct xrtd_knob k;
-	bool armed;
-};
-
 static const char *str_field(const struct json *rec, const char *key)
 {
 	const struct json *f = json_get(rec, key);
@@ -121,7 +125,7 @@ static const char *str_field(const struct json *rec, const char *key)
 	return f && f->type == JSON_STRING ? f->s : NULL;
 }
 
-static struct replayed *find_replayed(struct replayed *r, int n, const char *name)
+static struct journal_knob *find_knob(struct journal_knob *r, int n, const char *name)
 {
 	for (int i = 0; i < n; i++)
 		if (!strcmp(r[i].k.name, name))
@@ -130,11 +134,11 @@ static struct replayed *find_replayed(struct replayed *r, int n, const char *nam
 }
 
 /* Apply one record to the replay state; -1 when it is not a record this journal writes. */
-static int replay_record(const struct json *rec, struct replayed **r, int *n, int *cap)
+static int replay_record(const struct json *rec, struct journal_knob **r, int *n, int *cap)
 {
 	const char *op = str_field(rec, "op"), *name = str_field(rec, "knob");
 	const struct json *orig, *en;
-	struct replayed *e;
+	struct journal_knob *e;
 
 	if (!op)
 		return -1;
@@ -142,7 +146,7 @@ static int replay_record(const struct json *rec, struct replayed **r, int *n, in
 		return 0;
 	if (!name)
 		return -1;
-	e = find_replayed(*r, *n, name);
+	e = find_knob(*r, *n, name);
 	if (!strcmp(op, "arm")) {
 		const char *backend = str_field(rec, "backend"), *target = str_field(rec, "target");
 		const char *netns = str_field(rec, "netns"), *type = str_field(rec, "type");
@@ -187,41 +191,16 @@ static int replay_record(const struct json *rec, struct replayed **r, int *n, in
 	return 0;
 }
 
-static void restore_replayed(struct replayed *e)
+int journal_read(struct journal_knob **out, int *count, char err[XRTD_ERR_LEN])
 {
-	struct xrtd_knob *k = &e->k;
-	char err[XRTD_ERR_LEN] = "";
-	int64_t now = 0;
-	int ret;
-
-	ret = k->backend->validate(k, err);
-	if (!ret)
-		ret = k->backend->read(k, &now, err);
-	if (!ret && now != k->original)
-		ret = k->backend->restore ? k->backend->restore(k, k->original, err)
-					  : k->backend->write(k, k->original, err);
-	if (ret) {
-		fprintf(stderr, "xrtd: journal replay: cannot restore %s (%s): %s\n", k->name,
-			k->target, err);
-		audit_change(k, now, k->original, "restore-failed", "journal replay after a crash",
-			     "replay");
-	} else if (now != k->original) {
-		fprintf(stderr, "xrtd: journal replay: restored %s (%s)\n", k->name, k->target);
-		audit_change(k, now, k->original, "restored", "journal replay after a crash",
-			     "replay");
-	}
-	if (k->backend->release)
-		k->backend->release(k);
-}
-
-static int replay(char err[XRTD_ERR_LEN])
-{
-	struct replayed *r = NULL;
+	struct journal_knob *r = NULL;
 	int n = 0, cap = 0, lineno = 0, bad = 0;
 	char *text = NULL, *line, *nl;
 	size_t size = 0;
 	FILE *f = fopen(path, "r");
 
+	*out = NULL;
+	*count = 0;
 	if (!f)
 		return errno == ENOENT ? 0 : xrtd_errf(err, errno, "%s: %s", path, strerror(errno));
 	if (getdelim(&text, &size, 0, f) < 0 && ferror(f)) {
@@ -249,13 +228,9 @@ static int replay(char err[XRTD_ERR_LEN])
 		}
 		json_free(rec);
 	}
-	xrtd.replaying = true;
-	for (int i = n - 1; i >= 0; i--)
-		if (r[i].armed)
-			restore_replayed(&r[i]);
-	xrtd.replaying = false;
-	free(r);
 	free(text);
+	*out = r;
+	*count = n;
 	return bad;
 }
 
@@ -280,7 +255,7 @@ static int rewrite(char err[XRTD_ERR_LEN])
 	}
 	jb_free(&b);
 	close(fd);
-	dfd = open(xrtd.opt.state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dfd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd >= 0) {
 		fsync(dfd);
 		close(dfd);
@@ -288,17 +263,10 @@ static int rewrite(char err[XRTD_ERR_LEN])
 	return 0;
 }
 
-int journal_open(const char *state_dir, char err[XRTD_ERR_LEN])
+int journal_start(char err[XRTD_ERR_LEN])
 {
-	int ret;
+	int ret = rewrite(err);
 
-	snprintf(path, sizeof(path), "%s/journal", state_dir);
-	ret = replay(err);
-	if (ret < 0)
-		return ret;
-	if (ret > 0)
-		fprintf(stderr, "xrtd: journal had %d unreadable records\n", ret);
-	ret = rewrite(err);
 	if (ret)
 		return ret;
 	journal_fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);

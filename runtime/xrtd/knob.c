@@ -1,163 +1,40 @@
 // SPDX-License-Identifier: MIT
-/* Knob registration, lookup, checks and the helpers backends share. */
+/* The knob registry: registration, lookup and checks; owns the knobs by slot. */
 #include <errno.h>
-#include <fnmatch.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "xrtd.h"
+#include "registry.h"
 
-#define ALLOW_MAX 64
+static struct xrtd_knob *knobs[XT_KNOB_MAX]; /* by slot */
+static int slots_used; /* one past the highest slot ever registered: the watcher scans no further */
 
-extern const struct xrtd_backend *const __start_xrtd_backends[];
-extern const struct xrtd_backend *const __stop_xrtd_backends[];
-
-struct allow_rule {
-	char backend[16];
-	char glob[XT_KNOB_TARGET_LEN];
-};
-
-static struct allow_rule allow_rules[ALLOW_MAX];
-static int allow_count;
-static bool allow_given[8]; /* per backend id: --allow replaces the defaults */
-
-static const struct allow_rule default_rules[] = {
-	{"sysctl", "net.*"},
-	{"sysctl", "vm.dirty_*"},
-	{"sysctl", "vm.swappiness"},
-	{"sysctl", "kernel.sched_*"},
-	{"sysfs", "/sys/block/*/queue/*"},
-	{"sysfs", "/sys/kernel/mm/transparent_hugepage/*"},
-	{"bpf", "/sys/fs/bpf/*"},
-};
-
-const struct xrtd_backend *xrtd_backend_by_name(const char *name)
+struct xrtd_knob *knob_at(int slot)
 {
-	for (const struct xrtd_backend *const *b = __start_xrtd_backends; b < __stop_xrtd_backends;
-	     b++)
-		if (!strcmp((*b)->name, name))
-			return *b;
-	return NULL;
+	return knobs[slot];
 }
 
-int xrtd_errf(char err[XRTD_ERR_LEN], int errnum, const char *fmt, ...)
+int knob_slots_used(void)
 {
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, XRTD_ERR_LEN, fmt, ap);
-	va_end(ap);
-	return -(errnum ? errnum : EINVAL);
+	return __atomic_load_n(&slots_used, __ATOMIC_ACQUIRE);
 }
 
-int allow_add(const char *spec, char err[XRTD_ERR_LEN])
+int knob_count(void)
 {
-	const char *colon = strchr(spec, ':');
-	const struct xrtd_backend *b;
-	char name[16];
+	int n = 0;
 
-	if (!colon || colon == spec || (size_t)(colon - spec) >= sizeof(name) || !colon[1])
-		return xrtd_errf(err, EINVAL, "--allow %s: expected BACKEND:GLOB", spec);
-	snprintf(name, sizeof(name), "%.*s", (int)(colon - spec), spec);
-	b = xrtd_backend_by_name(name);
-	if (!b)
-		return xrtd_errf(err, EINVAL, "--allow %s: unknown backend '%s'", spec, name);
-	if (allow_count == ALLOW_MAX || strlen(colon + 1) >= XT_KNOB_TARGET_LEN)
-		return xrtd_errf(err, E2BIG, "--allow %s: too many rules or glob too long", spec);
-	snprintf(allow_rules[allow_count].backend, sizeof(allow_rules[0].backend), "%s", name);
-	snprintf(allow_rules[allow_count].glob, sizeof(allow_rules[0].glob), "%s", colon + 1);
-	allow_count++;
-	allow_given[b->id] = true;
-	return 0;
-}
-
-bool xrtd_allowed(const char *backend, const char *subject)
-{
-	const struct xrtd_backend *b = xrtd_backend_by_name(backend);
-
-	/* Putting back a journaled original is always allowed, whatever today's rules say. */
-	if (xrtd.replaying)
-		return true;
-	for (int i = 0; i < allow_count; i++)
-		if (!strcmp(allow_rules[i].backend, backend) &&
-		    !fnmatch(allow_rules[i].glob, subject, 0))
-			return true;
-	if (b && allow_given[b->id])
-		return false;
-	for (size_t i = 0; i < sizeof(default_rules) / sizeof(default_rules[0]); i++)
-		if (!strcmp(default_rules[i].backend, backend) &&
-		    !fnmatch(default_rules[i].glob, subject, 0))
-			return true;
-	return false;
-}
-
-static int enum_index(const struct xrtd_knob *k, const char *word, size_t len)
-{
-	for (int i = 0; i < k->enum_count; i++)
-		if (strlen(k->enum_values[i]) == len && !strncmp(k->enum_values[i], word, len))
-			return i;
-	return -1;
-}
-
-int xrtd_knob_parse(const struct xrtd_knob *k, const char *text, int64_t *value,
-		    char err[XRTD_ERR_LEN])
-{
-	const char *s = text, *open = strchr(text, '['), *close;
-	size_t len;
-	char *end;
-
-	if (open) { /* "a [b] c": the selected word */
-		close = strchr(open, ']');
-		if (!close)
-			return xrtd_errf(err, EINVAL, "%s: unbalanced '[' in '%s'", k->target,
-					 text);
-		s = open + 1;
-		len = close - s;
-	} else {
-		while (*s == ' ' || *s == '\t')
-			s++;
-		len = strcspn(s, " \t\n");
-	}
-	if (k->type == XT_KNOB_ENUM) {
-		int i = enum_index(k, s, len);
-
-		if (i < 0)
-			return xrtd_errf(err, EINVAL,
-					 "%s: value '%.*s' is not one of the knob's enum values",
-					 k->target, (int)len, s);
-		*value = i;
-		return 0;
-	}
-	if (open)
-		return xrtd_errf(err, EINVAL,
-				 "%s: holds an enum ('%s'); register it with enum values",
-				 k->target, text);
-	errno = 0;
-	*value = strtoll(s, &end, 10);
-	if (errno || end == s || end != s + len)
-		return xrtd_errf(err, EINVAL, "%s: '%.*s' is not an integer", k->target, (int)len,
-				 s);
-	return 0;
-}
-
-int xrtd_knob_format(const struct xrtd_knob *k, int64_t value, char *buf, size_t len)
-{
-	if (k->type == XT_KNOB_ENUM) {
-		if (value < 0 || value >= k->enum_count)
-			return -ERANGE;
-		return snprintf(buf, len, "%s", k->enum_values[value]) < (int)len ? 0 : -ENOSPC;
-	}
-	return snprintf(buf, len, "%" PRId64, value) < (int)len ? 0 : -ENOSPC;
+	for (int i = 0; i < XT_KNOB_MAX; i++)
+		n += knobs[i] != NULL;
+	return n;
 }
 
 struct xrtd_knob *knob_find(const char *name)
 {
 	for (int i = 0; i < XT_KNOB_MAX; i++)
-		if (xrtd.knobs[i] && !strcmp(xrtd.knobs[i]->name, name))
-			return xrtd.knobs[i];
+		if (knobs[i] && !strcmp(knobs[i]->name, name))
+			return knobs[i];
 	return NULL;
 }
 
@@ -275,7 +152,7 @@ int knob_register(const struct knob_spec *spec, struct xrtd_knob **out, char err
 	if (knob_find(spec->name))
 		return xrtd_errf(err, EEXIST, "register: knob '%s' already exists", spec->name);
 	for (int i = 0; i < XT_KNOB_MAX && slot < 0; i++)
-		if (!xrtd.knobs[i])
+		if (!knobs[i])
 			slot = i;
 	if (slot < 0)
 		return xrtd_errf(err, ENOSPC, "register %s: the table is full (%d knobs)",
@@ -289,7 +166,7 @@ int knob_register(const struct knob_spec *spec, struct xrtd_knob **out, char err
 		return ret;
 	}
 	for (int i = 0; i < XT_KNOB_MAX; i++) {
-		struct xrtd_knob *o = xrtd.knobs[i];
+		struct xrtd_knob *o = knobs[i];
 
 		if (o && o->backend == k->backend && !strcmp(o->target, k->target) &&
 		    !strcmp(o->netns, k->netns)) {
@@ -301,24 +178,26 @@ int knob_register(const struct knob_spec *spec, struct xrtd_knob **out, char err
 	}
 	k->slot = slot;
 	k->shared = table_slot(slot);
-	xrtd.knobs[slot] = k;
+	knobs[slot] = k;
 	table_fill_slot(k);
-	if (slot >= xrtd.slots_used)
-		__atomic_store_n(&xrtd.slots_used, slot + 1, __ATOMIC_RELEASE);
+	if (slot >= slots_used)
+		__atomic_store_n(&slots_used, slot + 1, __ATOMIC_RELEASE);
 	*out = k;
 	return 0;
 }
 
-int knob_unregister(struct xrtd_knob *k, char err[XRTD_ERR_LEN])
+void knob_unregister(struct xrtd_knob *k)
 {
-	if (k->armed && !k->kept) {
-		int ret = knob_revert(k, k->original, "unregister", err);
-
-		if (ret)
-			return ret;
-	}
-	xrtd.knobs[k->slot] = NULL;
+	knobs[k->slot] = NULL;
 	table_free_slot(k->slot);
 	knob_free(k);
-	return 0;
+}
+
+void knobs_free_all(void)
+{
+	for (int i = 0; i < XT_KNOB_MAX; i++)
+		if (knobs[i]) {
+			knob_free(knobs[i]);
+			knobs[i] = NULL;
+		}
 }

@@ -15,25 +15,17 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "xrtd.h"
+#include "control.h"
 
-struct xrtd xrtd = {
-	.opt = {.socket_path = "/run/xtune/xrtd.sock",
-		.state_dir = "/var/lib/xtune",
-		.shm_name = "xtune.knobs",
-		.lease_action = LEASE_TO_GOOD,
-		.poll_us = 1000,
-		.slice_us = 100},
-	.lock = PTHREAD_MUTEX_INITIALIZER,
+struct options {
+	const char *socket_path;
+	const char *state_dir;
+	const char *shm_name;
+	unsigned poll_us;      /* idle poll period of the table watcher */
+	bool journal_sync_all; /* fdatasync every record, not only the originals */
+	int rt_priority;       /* SCHED_FIFO priority of the table watcher, 0 = normal scheduling */
+	unsigned slice_us; /* the watcher's scheduler slice under normal scheduling, 0 = default */
 };
-
-uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 static void usage(FILE *f)
 {
@@ -44,7 +36,7 @@ static void usage(FILE *f)
 		   "Applies knob values with journal, lease and rollback (runtime/README.md).\n");
 }
 
-static int parse_args(int argc, char **argv)
+static int parse_args(int argc, char **argv, struct options *opt)
 {
 	static const struct option longopts[] = {
 		{"socket", required_argument, NULL, 's'},
@@ -67,17 +59,17 @@ static int parse_args(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
-			xrtd.opt.socket_path = optarg;
+			opt->socket_path = optarg;
 			break;
 		case 'd':
-			xrtd.opt.state_dir = optarg;
+			opt->state_dir = optarg;
 			break;
 		case 'm':
 			if (optarg[0] == '/' || strchr(optarg, '/') || !optarg[0]) {
 				fprintf(stderr, "xrtd: --shm %s: a name without '/'\n", optarg);
 				return -1;
 			}
-			xrtd.opt.shm_name = optarg;
+			opt->shm_name = optarg;
 			break;
 		case 'a':
 			if (allow_add(optarg, err)) {
@@ -87,9 +79,9 @@ static int parse_args(int argc, char **argv)
 			break;
 		case 'l':
 			if (!strcmp(optarg, "good")) {
-				xrtd.opt.lease_action = LEASE_TO_GOOD;
+				lease_set_action(LEASE_TO_GOOD);
 			} else if (!strcmp(optarg, "original")) {
-				xrtd.opt.lease_action = LEASE_TO_ORIGINAL;
+				lease_set_action(LEASE_TO_ORIGINAL);
 			} else {
 				fprintf(stderr, "xrtd: --lease-action %s: good or original\n",
 					optarg);
@@ -102,7 +94,7 @@ static int parse_args(int argc, char **argv)
 				fprintf(stderr, "xrtd: --poll-us %s: 10..1000000\n", optarg);
 				return -1;
 			}
-			xrtd.opt.poll_us = v;
+			opt->poll_us = v;
 			break;
 		case 'j':
 			if (strcmp(optarg, "all") && strcmp(optarg, "originals")) {
@@ -110,7 +102,7 @@ static int parse_args(int argc, char **argv)
 					optarg);
 				return -1;
 			}
-			xrtd.opt.journal_sync_all = !strcmp(optarg, "all");
+			opt->journal_sync_all = !strcmp(optarg, "all");
 			break;
 		case 'r':
 			v = strtol(optarg, &end, 10);
@@ -118,7 +110,7 @@ static int parse_args(int argc, char **argv)
 				fprintf(stderr, "xrtd: --rt-priority %s: 0..99\n", optarg);
 				return -1;
 			}
-			xrtd.opt.rt_priority = v;
+			opt->rt_priority = v;
 			break;
 		case 'S':
 			/* The kernel takes custom slices of 100 µs to 100 ms. */
@@ -129,7 +121,7 @@ static int parse_args(int argc, char **argv)
 					optarg);
 				return -1;
 			}
-			xrtd.opt.slice_us = v;
+			opt->slice_us = v;
 			break;
 		case 'h':
 			usage(stdout);
@@ -192,11 +184,18 @@ static int lock_state_dir(const char *dir, char err[XRTD_ERR_LEN])
 
 int main(int argc, char **argv)
 {
+	struct options opt = {
+		.socket_path = "/run/xtune/xrtd.sock",
+		.state_dir = "/var/lib/xtune",
+		.shm_name = "xtune.knobs",
+		.poll_us = 1000,
+		.slice_us = 100,
+	};
 	char err[XRTD_ERR_LEN];
 	sigset_t mask;
 	int ret;
 
-	if (parse_args(argc, argv))
+	if (parse_args(argc, argv, &opt))
 		return 2;
 	/* Signals are taken from a signalfd by the control loop; no thread gets them async. */
 	sigemptyset(&mask);
@@ -206,42 +205,40 @@ int main(int argc, char **argv)
 	sigaddset(&mask, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
 
-	if ((ret = mkdirs(xrtd.opt.state_dir)) || (ret = socket_dir(xrtd.opt.socket_path))) {
+	if ((ret = mkdirs(opt.state_dir)) || (ret = socket_dir(opt.socket_path))) {
 		fprintf(stderr, "xrtd: cannot create state/socket directory: %s\n", strerror(-ret));
 		return 1;
 	}
-	if (lock_state_dir(xrtd.opt.state_dir, err) || audit_open(xrtd.opt.state_dir, err) ||
-	    journal_open(xrtd.opt.state_dir, err)) {
+	backend_set_state_dir(opt.state_dir);
+	if (lock_state_dir(opt.state_dir, err) || audit_open(opt.state_dir, err) ||
+	    recovery_run(opt.state_dir, opt.journal_sync_all, err)) {
 		fprintf(stderr, "xrtd: %s\n", err);
 		return 1;
 	}
-	ret = table_create(xrtd.opt.shm_name);
+	ret = table_create(opt.shm_name);
 	if (ret) {
-		fprintf(stderr, "xrtd: /dev/shm/%s: %s\n", xrtd.opt.shm_name,
+		fprintf(stderr, "xrtd: /dev/shm/%s: %s\n", opt.shm_name,
 			ret == -EADDRINUSE ? "in use by another running xrtd" : strerror(-ret));
 		return 1;
 	}
-	if (control_listen(xrtd.opt.socket_path, err)) {
+	if (control_listen(opt.socket_path, err)) {
 		fprintf(stderr, "xrtd: %s\n", err);
-		table_destroy(xrtd.opt.shm_name);
+		table_destroy();
 		return 1;
 	}
-	ret = watcher_start();
+	ret = watcher_start(opt.poll_us, opt.rt_priority, opt.slice_us);
 	if (!ret) {
 		fprintf(stderr, "xrtd: ready, socket %s, table /dev/shm/%s, journal %s\n",
-			xrtd.opt.socket_path, xrtd.opt.shm_name, journal_path());
+			opt.socket_path, opt.shm_name, journal_path());
 		ret = control_run();
 	}
-	__atomic_store_n(&xrtd.stop, 1, __ATOMIC_RELEASE);
 	watcher_stop();
-	pthread_mutex_lock(&xrtd.lock);
+	apply_lock();
 	knobs_restore_all("xrtd exiting");
-	for (int i = 0; i < XT_KNOB_MAX; i++)
-		if (xrtd.knobs[i])
-			knob_free(xrtd.knobs[i]);
-	pthread_mutex_unlock(&xrtd.lock);
+	knobs_free_all();
+	apply_unlock();
 	control_close();
 	journal_close();
-	table_destroy(xrtd.opt.shm_name);
+	table_destroy();
 	return ret ? 1 : 0;
 }

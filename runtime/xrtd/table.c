@@ -8,7 +8,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "xrtd.h"
+#include "registry.h"
+
+static struct xt_knob_table_header *table;
+static const char *table_shm_name;
 
 int table_create(const char *name)
 {
@@ -50,22 +53,38 @@ int table_create(const char *name)
 	h->slot_count = XT_KNOB_MAX;
 	h->xrtd_pid = getpid();
 	__atomic_store_n(&h->magic, XT_KNOB_TABLE_MAGIC, __ATOMIC_RELEASE);
-	xrtd.table = h;
+	table = h;
+	table_shm_name = name;
 	return 0;
 }
 
-void table_destroy(const char *name)
+const char *table_name(void)
 {
-	if (!xrtd.table)
+	return table_shm_name;
+}
+
+void table_destroy(void)
+{
+	if (!table)
 		return;
-	munmap(xrtd.table, XT_KNOB_TABLE_SIZE);
-	xrtd.table = NULL;
-	shm_unlink(name);
+	munmap(table, XT_KNOB_TABLE_SIZE);
+	table = NULL;
+	shm_unlink(table_shm_name);
+}
+
+void table_set_lease_deadline(uint64_t ns)
+{
+	__atomic_store_n(&table->lease_deadline_ns, ns, __ATOMIC_RELEASE);
+}
+
+uint32_t *table_doorbell(void)
+{
+	return (uint32_t *)&table->doorbell; /* low half (little endian) */
 }
 
 struct xt_knob_slot *table_slot(int i)
 {
-	return (struct xt_knob_slot *)((char *)xrtd.table + XT_KNOB_SLOT_OFFSET(i));
+	return (struct xt_knob_slot *)((char *)table + XT_KNOB_SLOT_OFFSET(i));
 }
 
 void table_fill_slot(struct xrtd_knob *k)

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend.h"
+#include "util.h"
 
 int xrtd_read_file(const char *path, char *buf, size_t len, char err[XRTD_ERR_LEN])
 {

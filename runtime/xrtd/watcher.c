@@ -22,17 +22,21 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "xrtd.h"
+#include "control.h"
 
 #define HOT_POLL_NS   20000ull
 #define HOT_WINDOW_NS 100000000ull
 
 static pthread_t thread;
 static bool running;
+static int stop;
+static unsigned poll_us;  /* idle poll period */
+static int rt_priority;	  /* SCHED_FIFO priority, 0 = normal scheduling */
+static unsigned slice_us; /* the slice under normal scheduling, 0 = default */
 
 static bool scan(void)
 {
-	int used = __atomic_load_n(&xrtd.slots_used, __ATOMIC_ACQUIRE);
+	int used = knob_slots_used();
 	bool changed = false;
 
 	/* Slots ever registered only: an idle poll reads a few cache lines, not 128 KiB. */
@@ -51,8 +55,8 @@ static bool scan(void)
 		    __atomic_load_n(&s->desired_gen, __ATOMIC_ACQUIRE) ==
 			    __atomic_load_n(&s->applied_gen, __ATOMIC_RELAXED))
 			continue;
-		pthread_mutex_lock(&xrtd.lock);
-		k = xrtd.knobs[i];
+		apply_lock();
+		k = knob_at(i);
 		if (k) {
 			gen = __atomic_load_n(&k->shared->desired_gen, __ATOMIC_ACQUIRE);
 			if (gen != k->seen_gen) {
@@ -62,7 +66,7 @@ static bool scan(void)
 				changed = true;
 			}
 		}
-		pthread_mutex_unlock(&xrtd.lock);
+		apply_unlock();
 	}
 	return changed;
 }
@@ -86,33 +90,33 @@ static void set_scheduling(void)
 {
 	struct sched_attr_v1 attr = {.size = sizeof(attr)};
 
-	if (xrtd.opt.rt_priority) {
+	if (rt_priority) {
 		attr.policy = SCHED_FIFO;
-		attr.priority = xrtd.opt.rt_priority;
-	} else if (xrtd.opt.slice_us) {
+		attr.priority = rt_priority;
+	} else if (slice_us) {
 		attr.policy = SCHED_OTHER;
-		attr.runtime = (uint64_t)xrtd.opt.slice_us * 1000;
+		attr.runtime = (uint64_t)slice_us * 1000;
 	} else {
 		return;
 	}
 	if (syscall(SYS_sched_setattr, 0, &attr, 0))
 		fprintf(stderr,
 			"xrtd: %s: %s, the table watcher runs with the default scheduling\n",
-			xrtd.opt.rt_priority ? "--rt-priority: cannot set SCHED_FIFO"
-					     : "--slice-us: cannot set the slice",
+			rt_priority ? "--rt-priority: cannot set SCHED_FIFO"
+				    : "--slice-us: cannot set the slice",
 			strerror(errno));
 }
 
 static void *watch(void *arg)
 {
-	uint32_t *doorbell = (uint32_t *)&xrtd.table->doorbell; /* low half (little endian) */
+	uint32_t *doorbell = table_doorbell();
 	uint64_t hot_until = 0;
 
 	(void)arg;
 	set_scheduling();
 	/* The default 50 µs timer slack would stretch the 20 µs hot poll several times over. */
 	prctl(PR_SET_TIMERSLACK, 1000);
-	while (!__atomic_load_n(&xrtd.stop, __ATOMIC_ACQUIRE)) {
+	while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) {
 		uint32_t ring = __atomic_load_n(doorbell, __ATOMIC_ACQUIRE);
 		uint64_t now, wait_ns;
 		struct timespec ts;
@@ -120,7 +124,7 @@ static void *watch(void *arg)
 		if (scan())
 			hot_until = now_ns() + HOT_WINDOW_NS;
 		now = now_ns();
-		wait_ns = now < hot_until ? HOT_POLL_NS : (uint64_t)xrtd.opt.poll_us * 1000;
+		wait_ns = now < hot_until ? HOT_POLL_NS : (uint64_t)poll_us * 1000;
 		ts.tv_sec = wait_ns / 1000000000ull;
 		ts.tv_nsec = wait_ns % 1000000000ull;
 		syscall(SYS_futex, doorbell, FUTEX_WAIT, ring, &ts, NULL, 0);
@@ -128,16 +132,21 @@ static void *watch(void *arg)
 	return NULL;
 }
 
-int watcher_start(void)
+int watcher_start(unsigned poll_period_us, int fifo_priority, unsigned sched_slice_us)
 {
-	int ret = pthread_create(&thread, NULL, watch, NULL);
+	int ret;
 
+	poll_us = poll_period_us;
+	rt_priority = fifo_priority;
+	slice_us = sched_slice_us;
+	ret = pthread_create(&thread, NULL, watch, NULL);
 	running = !ret;
 	return -ret;
 }
 
 void watcher_stop(void)
 {
+	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
 	if (running)
 		pthread_join(thread, NULL);
 	running = false;
