@@ -117,7 +117,9 @@ class TreeModel:
                 r = w.get("range") if isinstance(w, dict) else None
                 ok = isinstance(w, dict) and isinstance(w.get("signal"), str) and is_name(w["signal"])
                 ok = ok and isinstance(r, list) and len(r) == 2
-                ok = ok and all(isinstance(x, (int, float)) and math.isfinite(x) for x in r) and r[0] <= r[1]
+                if ok:
+                    assert isinstance(r, list)
+                    ok = all(isinstance(x, (int, float)) and math.isfinite(x) for x in r) and r[0] <= r[1]
                 if not ok:
                     raise ValueError(
                         f"{where}: guard.watch entries need a signal name and a finite [lo, hi]: {w}"

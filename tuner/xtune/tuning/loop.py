@@ -448,20 +448,20 @@ class Runner:
             try:
                 while (suggestion := policy.suggest()) is not None:
                     index, params = suggestion
-                    result = self.trial(policy, index, params)
-                    trials.append(result)
+                    done = self.trial(policy, index, params)
+                    trials.append(done)
                     policy.complete(
                         index,
                         params,
                         Outcome(
-                            result.summary.objective,
-                            _finite(result.summary.objective_sem) or 0.0,
+                            done.summary.objective,
+                            _finite(done.summary.objective_sem) or 0.0,
                             {
                                 i: (m, _finite(s) or 0.0)
-                                for i, (m, s) in result.summary.slo.items()
+                                for i, (m, s) in done.summary.slo.items()
                                 if not math.isnan(m)
                             },
-                            result.feasible,
+                            done.feasible,
                         ),
                     )
                 suggest_seconds = list(getattr(policy, "suggest_seconds", []))
