@@ -267,7 +267,9 @@ def main() -> None:
         subprocess.run(["ip", "netns", "del", ns], check=False)
         subprocess.run([str(paths.binary("xcubic")), "unload", "--pin", pin], check=False)
     write_result(
-        "runtime", result, ["runtime/xrtd", "runtime/bpf", "runtime/include", "experiments/bench_runtime.py"]
+        "runtime",
+        result,
+        ["runtime/xrtd", "runtime/bpf", "include/xtune/knob.h", "experiments/bench_runtime.py"],
     )
     print(json.dumps(result, indent=2))
 

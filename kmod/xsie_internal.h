@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * xsie internals shared by the control device (xsie_main.c), the critical spans (xsie_span.c)
- * and the transitions (xsie_transition.c).
+ * xsie internals shared by the control device (xsie_main.c), the transitions
+ * (xsie_transition.c), the critical spans (xsie_span.c), the per-task table (xsie_pertask.c) and
+ * the kallsyms resolver (xsie_symbols.c); each calls only the ones listed after it.
  */
 #ifndef XSIE_INTERNAL_H
 #define XSIE_INTERNAL_H
@@ -11,7 +12,7 @@
 #include <linux/mutex.h>
 #include <linux/workqueue.h>
 
-#include "include/uapi/xsie.h"
+#include "xtune/xsie.h"
 
 #define XSIE_MAX_SAFE 4 /* safe spans per const */
 
@@ -71,7 +72,7 @@ struct xsie_const {
 	struct xsie_span spans[XSIE_MAX_SPANS];
 	struct xsie_safe safe[XSIE_MAX_SAFE];
 	struct xsie_group *group;
-	s64 min, max;  /* valid V (struct xsie_range) */
+	s64 min, max; /* valid V (struct xsie_range) */
 	/*
 	 * The V the handlers use. A const with one span reads the value page at each hit (one read
 	 * per pass) and keeps the last in-range value here; a const with several spans reads only
@@ -88,10 +89,18 @@ struct xsie_const {
 extern struct xsie_value_page *xsie_values;
 extern struct mutex xsie_lock;
 
-/* xsie_span.c */
+/* xsie_symbols.c: the kallsyms resolver */
 int xsie_symbols_init(void);
 int xsie_func_bounds(const char *func, unsigned long *start, unsigned long *size);
 unsigned long xsie_symbol(const char *name);
+
+/* xsie_pertask.c: tasks inside a safe span entered after a per-thread switch */
+int xsie_task_in_new_span(struct xsie_group *g);
+bool xsie_task_enter(struct xsie_group *g);
+void xsie_task_leave(struct xsie_group *g);
+void xsie_tasks_forget(struct xsie_group *g);
+
+/* xsie_span.c */
 int xsie_span_load(struct xsie_const *c, const struct xsie_span_desc *d);
 int xsie_safe_load(struct xsie_const *c, const struct xsie_safe_desc *d);
 int xsie_range_load(struct xsie_const *c, const struct xsie_range *r);
@@ -101,7 +110,6 @@ void xsie_span_counts(struct xsie_const *c, u32 *optimized, u32 *int3);
 
 /* xsie_transition.c */
 extern struct xsie_group xsie_groups[XSIE_MAX_CONSTS];
-int xsie_task_in_new_span(struct xsie_group *g);
 int xsie_group_arm(struct xsie_group *g);
 int xsie_value_flip(struct xsie_const *c, s64 v);
 void xsie_group_disarm(struct xsie_group *g);

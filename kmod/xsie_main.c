@@ -4,7 +4,7 @@
  *
  * /dev/xsie (root only) loads critical spans and safe spans, arms and disarms consts alone or in
  * transactions, and reports status; mmap() gives the value page user space writes V into.
- * See include/uapi/xsie.h for the interface and README.md for how it is tested.
+ * See include/xtune/xsie.h (top level) for the interface and README.md for how it is tested.
  */
 #define pr_fmt(fmt) "xsie: " fmt
 
@@ -217,7 +217,7 @@ static int xsie_set(const struct xsie_value *v)
 	}
 	if (c->nspans > 1 && c->state >= XSIE_TRANSITION) {
 		int ret = xsie_cond_exit(c, "later value (a flip)") ? -EOPNOTSUPP
-								  : xsie_value_flip(c, v->value);
+								    : xsie_value_flip(c, v->value);
 
 		if (ret)
 			return ret;

@@ -6,7 +6,6 @@
 #define pr_fmt(fmt) "xsie: " fmt
 
 #include <linux/bitops.h>
-#include <linux/kallsyms.h>
 #include <linux/kprobes.h>
 #include <linux/math64.h>
 #include <linux/overflow.h>
@@ -16,11 +15,6 @@
 #include <linux/uaccess.h>
 
 #include "xsie_internal.h"
-
-/* Neither is exported to modules; both are found once through a probe on the first. */
-static unsigned long (*xsie_lookup_name)(const char *name);
-static int (*xsie_lookup_size_offset)(unsigned long addr, unsigned long *size,
-				      unsigned long *offset);
 
 /* The register a span rewrites, as a slot of pt_regs. */
 static unsigned long *xsie_reg(struct pt_regs *regs, u32 reg)
@@ -167,51 +161,6 @@ static int xsie_span_pre(struct kprobe *p, struct pt_regs *regs)
  */
 static void xsie_span_post(struct kprobe *p, struct pt_regs *regs, unsigned long flags)
 {
-}
-
-int xsie_symbols_init(void)
-{
-	struct kprobe kp = {.symbol_name = "kallsyms_lookup_name"};
-	int ret;
-
-	ret = register_kprobe(&kp);
-	if (ret) {
-		pr_err("cannot locate kallsyms_lookup_name (%d)\n", ret);
-		return ret;
-	}
-	xsie_lookup_name = (void *)kp.addr;
-	unregister_kprobe(&kp);
-	xsie_lookup_size_offset = (void *)xsie_lookup_name("kallsyms_lookup_size_offset");
-	if (!xsie_lookup_size_offset) {
-		pr_err("cannot locate kallsyms_lookup_size_offset\n");
-		return -ENOENT;
-	}
-	return 0;
-}
-
-/**
- * xsie_func_bounds - start and size of a kernel function, from kallsyms
- * @func: symbol name
- * @start: its address
- * @size: its length in bytes
- *
- * Return: 0, or -ENOENT when @func is not a function start in kallsyms.
- */
-int xsie_func_bounds(const char *func, unsigned long *start, unsigned long *size)
-{
-	unsigned long addr, off;
-
-	addr = xsie_lookup_name(func);
-	if (!addr || !xsie_lookup_size_offset(addr, size, &off) || off)
-		return -ENOENT;
-	*start = addr;
-	return 0;
-}
-
-/* The address of a symbol; used by the transitions for non-exported helpers. */
-unsigned long xsie_symbol(const char *name)
-{
-	return xsie_lookup_name(name);
 }
 
 /**

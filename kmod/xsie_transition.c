@@ -43,55 +43,6 @@ static int (*xsie_stack_save_reliable)(struct task_struct *task, unsigned long *
 static void xsie_settle(struct work_struct *work);
 static DECLARE_WORK(xsie_settle_work, xsie_settle);
 
-/* Per-thread mode: which tasks are inside a safe-span execution entered after the switch. */
-#define XSIE_TASKS 512
-struct xsie_task_slot {
-	struct task_struct *task;
-	struct xsie_group *g;
-	int depth;
-};
-static struct xsie_task_slot xsie_tasks[XSIE_TASKS];
-static DEFINE_RAW_SPINLOCK(xsie_tasks_lock);
-
-static struct xsie_task_slot *xsie_task_find(struct xsie_group *g, bool create)
-{
-	struct xsie_task_slot *free = NULL;
-	int i;
-
-	for (i = 0; i < XSIE_TASKS; i++) {
-		if (xsie_tasks[i].task == current && xsie_tasks[i].g == g)
-			return &xsie_tasks[i];
-		if (!free && !xsie_tasks[i].task)
-			free = &xsie_tasks[i];
-	}
-	if (create && free) {
-		free->task = current;
-		free->g = g;
-		free->depth = 0;
-		return free;
-	}
-	return NULL;
-}
-
-/**
- * xsie_task_in_new_span - does current run a safe span it entered after @g switched?
- * @g: a per-thread transaction
- *
- * Called from the critical-span handler (preemption off).
- */
-int xsie_task_in_new_span(struct xsie_group *g)
-{
-	struct xsie_task_slot *t;
-	unsigned long flags;
-	int in;
-
-	raw_spin_lock_irqsave(&xsie_tasks_lock, flags);
-	t = xsie_task_find(g, false);
-	in = t && t->depth > 0;
-	raw_spin_unlock_irqrestore(&xsie_tasks_lock, flags);
-	return in;
-}
-
 static struct xsie_group *xsie_rp_group(struct kretprobe_instance *ri)
 {
 	return container_of(get_kretprobe(ri), struct xsie_safe, rp)->c->group;
@@ -100,17 +51,10 @@ static struct xsie_group *xsie_rp_group(struct kretprobe_instance *ri)
 static int xsie_rp_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	struct xsie_group *g = xsie_rp_group(ri);
-	struct xsie_task_slot *t;
-	unsigned long flags;
 
 	if (!READ_ONCE(g->active))
 		return 1; /* entered before the switch: this execution keeps the old values */
-	raw_spin_lock_irqsave(&xsie_tasks_lock, flags);
-	t = xsie_task_find(g, true);
-	if (t)
-		t->depth++;
-	raw_spin_unlock_irqrestore(&xsie_tasks_lock, flags);
-	if (!t)
+	if (!xsie_task_enter(g))
 		return 1; /* table full: this execution keeps the old values */
 	atomic_inc(&g->rp_live);
 	/* A per-thread transition is complete when the first thread has switched. */
@@ -122,28 +66,10 @@ static int xsie_rp_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 static int xsie_rp_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	struct xsie_group *g = xsie_rp_group(ri);
-	struct xsie_task_slot *t;
-	unsigned long flags;
 
 	atomic_dec(&g->rp_live);
-	raw_spin_lock_irqsave(&xsie_tasks_lock, flags);
-	t = xsie_task_find(g, false);
-	if (t && --t->depth <= 0)
-		t->task = NULL;
-	raw_spin_unlock_irqrestore(&xsie_tasks_lock, flags);
+	xsie_task_leave(g);
 	return 0;
-}
-
-static void xsie_tasks_forget(struct xsie_group *g)
-{
-	unsigned long flags;
-	int i;
-
-	raw_spin_lock_irqsave(&xsie_tasks_lock, flags);
-	for (i = 0; i < XSIE_TASKS; i++)
-		if (xsie_tasks[i].g == g)
-			xsie_tasks[i].task = NULL;
-	raw_spin_unlock_irqrestore(&xsie_tasks_lock, flags);
 }
 
 /* The switch, with no thread inside a safe span: pending flips first, then the first switch. */
@@ -311,8 +237,8 @@ static void xsie_monitors_unregister(struct xsie_group *g)
 	for (k = 0; k < XSIE_DRAIN_MS && atomic_read(&g->rp_live) > 0; k++)
 		msleep(1);
 	if (atomic_read(&g->rp_live) > 0)
-		pr_warn("transaction %u: %d executions still inside a safe span after %d ms\n", g->id,
-			atomic_read(&g->rp_live), XSIE_DRAIN_MS);
+		pr_warn("transaction %u: %d executions still inside a safe span after %d ms\n",
+			g->id, atomic_read(&g->rp_live), XSIE_DRAIN_MS);
 	synchronize_rcu();
 	xsie_for_each_safe(g, i, j, ss) xsie_safe_unplace(ss, false);
 	g->monitors = false;

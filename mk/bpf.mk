@@ -5,7 +5,7 @@ TOP ?= $(abspath $(dir $(lastword $(MAKEFILE_LIST)))/..)
 BUILD ?= $(TOP)/build
 BPF_CLANG ?= clang
 BPFTOOL ?= bpftool
-BPF_INCLUDES := -I$(BUILD)/include -I$(TOP)/observers/include -I$(TOP)/runtime/include
+BPF_INCLUDES := -I$(BUILD)/include -I$(TOP)/include
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall $(BPF_INCLUDES)
 
 $(BUILD)/include/vmlinux.h:

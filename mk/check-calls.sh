@@ -1,19 +1,24 @@
 #!/bin/bash
 # The call graph between the files of a C program, from its object files (nm): prints an edge
-# "caller.o callee.o" per file that uses a function or variable another defines, and fails when
-# the files call each other in a cycle or, given a layers file, when a file calls a higher layer.
+# "caller callee" per file that calls a function another defines (shared variables are not
+# calls and are not counted), and fails when files call each other in a cycle or, given a
+# layers file, when a file calls a higher layer.
 #
-# usage: mk/check-calls.sh OBJDIR [LAYERS]
+# usage: mk/check-calls.sh [--layers LAYERS] OBJ...
 #   LAYERS: lines "name: file-stem ...", lowest layer first; a stem may end in * (backend_*).
+# Calls through function pointers (backend methods, probe handlers) are not seen.
 set -euo pipefail
-objdir=$1
-layers=${2:-}
+layers=
+if [ "${1:-}" = --layers ]; then
+	layers=$2
+	shift 2
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-for o in "$objdir"/*.o; do
+for o in "$@"; do
 	f=$(basename "$o" .o)
-	nm --defined-only "$o" | awk -v f="$f" '$2 ~ /^[TDBR]$/ {print $3, f}' >>"$tmp/defs"
+	nm --defined-only "$o" | awk -v f="$f" '$2 == "T" {print $3, f}' >>"$tmp/defs"
 	nm --undefined-only "$o" | awk -v f="$f" '{print $2, f}' >>"$tmp/uses"
 done
 sort -u "$tmp/defs" >"$tmp/defs.s"

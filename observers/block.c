@@ -15,6 +15,7 @@ static void block_collect(uint64_t window_ns)
 {
 	struct block_stats d;
 
+	(void)window_ns;
 	xt_percpu_delta(skel->bss->stats, &prev, &d, sizeof(d));
 	xt_emit(id_ops, d.ops);
 	xt_emit(id_read, d.read_ops);

@@ -14,6 +14,7 @@ static void mem_collect(uint64_t window_ns)
 {
 	struct mem_stats d;
 
+	(void)window_ns;
 	xt_percpu_delta(skel->bss->stats, &prev, &d, sizeof(d));
 	xt_emit(id_calls, d.shrink_calls);
 	xt_emit(id_scan, d.shrink_to_scan);
@@ -31,6 +32,7 @@ static int mem_start(const struct xt_options *opt)
 	const char *reclaim = "raw_tp:mm_vmscan_direct_reclaim_begin,end";
 	int err;
 
+	(void)opt;
 	skel = mem_bpf__open_and_load();
 	if (!skel)
 		return -errno;

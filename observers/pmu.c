@@ -74,6 +74,7 @@ static void pmu_collect(uint64_t window_ns)
 	int cpu, i;
 	size_t e;
 
+	(void)window_ns;
 	for (g = groups; g < groups + 2; g++) {
 		for (cpu = 0; g->nr && cpu < xt_nr_cpus(); cpu++) {
 			if (read(g->leader[cpu], buf, sizeof(buf)) < (ssize_t)sizeof(uint64_t))
@@ -134,6 +135,7 @@ static int pmu_start(const struct xt_options *opt)
 	int err = 0, used = 0;
 	size_t e;
 
+	(void)opt;
 	memset(fds, -1, sizeof(fds));
 	memset(groups, 0, sizeof(groups));
 	for (e = 0; e < NR_EVENTS; e++) {

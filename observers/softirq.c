@@ -21,6 +21,7 @@ static void softirq_collect(uint64_t window_ns)
 	struct softirq_stats d;
 	int v;
 
+	(void)window_ns;
 	xt_percpu_delta(skel->bss->stats, &prev, &d, sizeof(d));
 	for (v = 0; v < XT_NR_SOFTIRQS; v++) {
 		xt_emit(id_count[v], d.count[v]);
@@ -33,6 +34,7 @@ static int softirq_start(const struct xt_options *opt)
 	char name[64];
 	int err, v;
 
+	(void)opt;
 	skel = softirq_bpf__open_and_load();
 	if (!skel)
 		return -errno;

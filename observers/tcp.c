@@ -14,6 +14,7 @@ static void tcp_collect(uint64_t window_ns)
 {
 	struct tcp_stats d;
 
+	(void)window_ns;
 	xt_percpu_delta(skel->bss->stats, &prev, &d, sizeof(d));
 	xt_emit(id_retrans, d.retransmits);
 	xt_emit(id_resets, d.resets_sent);
@@ -29,6 +30,7 @@ static int tcp_start(const struct xt_options *opt)
 	const char *state = "raw_tp:inet_sock_set_state";
 	int err;
 
+	(void)opt;
 	skel = tcp_bpf__open_and_load();
 	if (!skel)
 		return -errno;

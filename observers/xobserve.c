@@ -250,6 +250,7 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 	static char buf[256 * 1024]; /* a whole verifier log arrives as one message */
 	char *line, *save;
 
+	(void)level;
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
 		snprintf(log_lines[log_next++ % LOG_LINES], sizeof(log_lines[0]), "%s", line);
@@ -317,6 +318,7 @@ static int list_families(const struct xt_options *opt)
 
 static void on_signal(int sig)
 {
+	(void)sig;
 	stopping = 1;
 }
 

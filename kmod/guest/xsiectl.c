@@ -34,7 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../include/uapi/xsie.h"
+#include "xtune/xsie.h"
 
 static const char *const reg_names[XSIE_REG_COUNT] = {
 	"ax", "bx",  "cx",  "dx",  "si",  "di",	 "bp",	"r8",

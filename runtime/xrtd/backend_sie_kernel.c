@@ -17,7 +17,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../../kmod/include/uapi/xsie.h"
+#include "xtune/xsie.h"
 #include "backend.h"
 
 struct sie_kernel {

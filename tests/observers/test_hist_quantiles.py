@@ -28,7 +28,7 @@ def hist_check(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "-I",
             str(OBSERVERS),
             "-I",
-            str(OBSERVERS / "include"),
+            str(HERE.parents[1] / "include"),
             "-o",
             str(out),
             str(HERE / "hist_check.c"),

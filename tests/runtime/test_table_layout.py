@@ -44,7 +44,7 @@ def test_offsets_match_knob_h(tmp_path):
         + "\nreturn 0;\n}\n"
     )
     exe = tmp_path / "layout"
-    subprocess.run(["cc", "-I", str(paths.ROOT / "runtime/include"), "-o", str(exe), str(src)], check=True)
+    subprocess.run(["cc", "-I", str(paths.ROOT / "include"), "-o", str(exe), str(src)], check=True)
     for line in subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.splitlines():
         name, value = line.split()
         assert getattr(knobs, name) == int(value), name

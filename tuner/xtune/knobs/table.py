@@ -1,6 +1,6 @@
 """Client of xrtd: the control socket (line-delimited JSON) and the shared knob table.
 
-The table (runtime/include/xtune/knob.h) is mapped read-write: `KnobTable.write_desired` stores a
+The table (include/xtune/knob.h) is mapped read-write: `KnobTable.write_desired` stores a
 slot's `desired` and bumps `desired_gen` with no system call; xrtd applies it and publishes
 `applied`. Everything else (register, transactions, rollback, lease) goes over the socket.
 """

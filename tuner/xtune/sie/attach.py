@@ -4,7 +4,7 @@
 over the engine's control socket and returns once the engine wrote it at a moment when no thread
 was inside the perf-const's spans (or raises its refusal). The value in effect is then recorded in
 the slot's `applied` of a knob table (a private one, or xrtd's; same layout as
-runtime/include/xtune/knob.h) for `status`; the trampolines read the engine's own words.
+include/xtune/knob.h) for `status`; the trampolines read the engine's own words.
 Per attached pid a state folder keeps the plan, the engine's state and which slot is which.
 """
 

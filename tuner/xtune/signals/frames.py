@@ -1,6 +1,6 @@
 """Signal frames from xobserve: decoding, catalog, and readers for shared memory and ZeroMQ.
 
-The byte layout is defined once, in `observers/include/xtune/signal.h`; this module decodes the
+The byte layout is defined once, in `include/xtune/signal.h`; this module decodes the
 same bytes for both transports.
 
 Public API

@@ -1,6 +1,6 @@
 """Recordings: signals, knob changes and decisions of a run, in one appendable file.
 
-The byte layout is defined once, in `observers/include/xtune/recording.h` (and described in
+The byte layout is defined once, in `include/xtune/recording.h` (and described in
 `observers/README.md`): a 24-byte file header, then records of a 16-byte header
 (type u16, flags u16, size u32, time_ns u64 CLOCK_MONOTONIC) and `size` payload bytes.
 Every record is written with one `write()` on a file opened with O_APPEND, so xobserve, `xtune
