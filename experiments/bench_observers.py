@@ -372,7 +372,8 @@ def main() -> None:
     code = sorted(
         f"observers/{p.name}" for p in (paths.ROOT / "observers").iterdir() if p.name != "README.md"
     )
-    sources = [*code, "experiments/bench_observers.py", "tests/observers/uprobe_target.c"]
+    headers = ["include/xtune/signal.h", "include/xtune/recording.h", "include/xtune/observe_bpf.h"]
+    sources = [*code, *headers, "experiments/bench_observers.py", "tests/observers/uprobe_target.c"]
     write_result("observers", result, sources)
     ov, ls = result["overhead"], result["loss_1khz"]
     for load in LOADS:

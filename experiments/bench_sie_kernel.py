@@ -110,7 +110,11 @@ def main() -> None:
         "differences of a few percent are noise (a negative extra_ns_per_hit means no measurable cost)",
         "command": "make build && .venv/bin/python experiments/bench_sie_kernel.py",
     }
-    write_result("sie_kernel", report, ["kmod", "tuner/xtune/sie", "experiments/bench_sie_kernel.py"])
+    write_result(
+        "sie_kernel",
+        report,
+        ["kmod", "include/xtune/xsie.h", "tuner/xtune/sie", "experiments/bench_sie_kernel.py"],
+    )
     print(json.dumps(report, indent=1))
 
 
