@@ -1,0 +1,124 @@
+"""`xtune dashboard` in a real browser (Debian's chromium, headless, driven by selenium): what the
+page shows equals the trial store, and a trial added to the store appears without a reload."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+from xtune import paths
+from xtune.dashboard.state import best_trial
+from xtune.host.services import free_port
+from xtune.trials.store import Store, StoredTrial
+
+XTUNE = str(paths.ROOT / ".venv/bin/xtune")
+SLO = "func.bulk_chunk.rate >= 0.9 * baseline"
+REASON = f"guard: {SLO} violated in 2 of 2 windows (margin -0.41)"
+
+
+def _fill(store: Store) -> int:
+    """A run as the loop writes it: baseline, windows, three trials (one tripped the guard)."""
+    exp = store.new_experiment(
+        "dash-bufferbloat", {"objective": {"minimize": "p99(tcp.srtt)"}, "slo": [SLO], "knobs": []}
+    )
+    store.update_experiment(exp, baseline={"objective": 158000.0})
+    base = {"rcv_buf_max": 6291456, "snd_buf_max": 4194304}
+    for _ in range(3):
+        store.add_measurement(exp, "baseline", 158000.0, {SLO: 0.08}, base)
+    trials = [
+        ({"rcv_buf_max": 65536, "snd_buf_max": 16384}, "completed", 7950.5),
+        ({"rcv_buf_max": 33554432, "snd_buf_max": 33554432}, "infeasible", 203000.0),
+        ({"rcv_buf_max": 131072, "snd_buf_max": 8192}, "completed", 4012.25),
+    ]
+    for i, (params, status, objective) in enumerate(trials):
+        t = time.time()
+        margin = -0.41 if status == "infeasible" else 0.03
+        store.add_measurement(exp, "measure", objective, {SLO: margin}, params, trial_index=i)
+        if status == "infeasible":
+            store.add_rollback(exp, i, REASON, params, base, 2)
+        store.add_trial(exp, StoredTrial(i, "bo", params, status, objective, 12.0, {"slo0": 0.9}), t, t + 1)
+    return exp
+
+
+@pytest.fixture
+def browser() -> Iterator[webdriver.Chrome]:
+    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    if chromium is None or driver is None:
+        pytest.fail("chromium/chromium-driver are not installed (scripts/apt-packages.txt): run `make setup`")
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = chromium
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
+        opts.add_argument(arg)
+    b = webdriver.Chrome(options=opts, service=Service(driver))
+    try:
+        yield b
+    finally:
+        b.quit()
+
+
+def _text(b: webdriver.Chrome, css: str) -> str:
+    return b.find_element(By.CSS_SELECTOR, css).text
+
+
+def test_dashboard_shows_the_store_and_updates_live(browser: webdriver.Chrome, tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'trials.db'}"
+    store = Store(db)
+    exp = _fill(store)
+    port = free_port()
+    args = [XTUNE, "dashboard", "--db", db, "--addr", f"127.0.0.1:{port}"]
+    args += ["--xrtd-socket", str(tmp_path / "no-xrtd.sock")]
+    server = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                requests.get(url + "api/state", timeout=2).raise_for_status()
+                break
+            except requests.ConnectionError:
+                assert server.poll() is None and time.monotonic() < deadline, "dashboard did not start"
+                time.sleep(0.2)
+
+        browser.get(url + "?poll=300")
+        wait = WebDriverWait(browser, 15)
+        wait.until(lambda b: _text(b, "#trial-count") == "3")
+        trials = store.trials(exp)
+        best = best_trial(trials, "minimize")
+        assert best is not None and best.objective == 4012.25
+        shown = browser.find_element(By.ID, "best-objective")
+        assert float(shown.get_attribute("data-value") or "nan") == best.objective
+        assert shown.text == "4012.3"  # five significant digits
+        assert "trial 2" in _text(browser, "#best-trial")
+        assert _text(browser, "#experiment-name") == "dash-bufferbloat"
+        assert len(browser.find_elements(By.CSS_SELECTOR, "#trials tbody tr")) == len(trials)
+        assert len(browser.find_elements(By.CSS_SELECTOR, "#trials tbody tr.infeasible")) == 1
+        reasons = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#rollbacks td.reason")]
+        assert reasons == [r.reason for r in store.rollbacks(exp)] == [REASON]
+        assert _text(browser, "#rollback-count") == "1"
+        assert SLO in _text(browser, "#margins") and "0.03" in _text(browser, "#margins")
+        assert "not running" in _text(browser, "#knob-source")
+        assert "rcv_buf_max" in _text(browser, "#knobs")
+        assert len(browser.find_elements(By.CSS_SELECTOR, "#charts svg polyline")) == 2  # objective, margin
+
+        # A new, better trial: the page picks it up by polling, with no reload.
+        browser.execute_script("window.__sameLoad = 42;")
+        t = time.time()
+        better = {"rcv_buf_max": 98304, "snd_buf_max": 8192}
+        store.add_trial(exp, StoredTrial(3, "bo", better, "completed", 3950.0, 10.0, {}), t, t + 1)
+        wait.until(lambda b: _text(b, "#trial-count") == "4")
+        wait.until(lambda b: b.find_element(By.ID, "best-objective").get_attribute("data-value") == "3950")
+        assert "trial 3" in _text(browser, "#best-trial")
+        assert browser.execute_script("return window.__sameLoad;") == 42
+    finally:
+        server.terminate()
+        out, _ = server.communicate(timeout=10)
+    assert f"127.0.0.1:{port}" in out

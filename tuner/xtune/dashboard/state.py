@@ -1,0 +1,174 @@
+"""One snapshot of what the dashboard shows, as plain JSON-ready data.
+
+Sources: the trial store (experiments, trials, measurements, rollbacks), xrtd's control socket
+(knob states; "not running" when nothing answers) and, when a URL is given, a Prometheus
+server's HTTP API (`/api/v1/query_range`) for the exporter's series.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import requests
+
+from xtune.knobs.table import KnobClient, KnobError
+from xtune.trials.store import Store, StoredTrial
+
+# At most this many points per series go to the page (the newest ones).
+MAX_POINTS = 2000
+
+# Prometheus series the page draws, per experiment: (title, PromQL with {sel} for the label matcher).
+PROMETHEUS_SERIES = (
+    ("objective", "xtune_objective{{{sel}}}"),
+    ("SLO margin", "xtune_slo_margin{{{sel}}}"),
+    ("knob applied", "xtune_knob_applied{{{sel}}}"),
+    ("frames/s", "rate(xtune_frames_total{{{sel}}}[1m])"),
+    ("frame gaps/s", "rate(xtune_frame_gaps_total{{{sel}}}[1m])"),
+)
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def best_trial(trials: list[StoredTrial], goal: str) -> StoredTrial | None:
+    """The best completed (SLO-meeting) trial by the file's goal, or None."""
+    ok = [t for t in trials if t.status == "completed" and _finite(t.objective) is not None]
+    if not ok:
+        return None
+    pick = min if goal == "minimize" else max
+    return pick(ok, key=lambda t: t.objective)  # type: ignore[arg-type,return-value]
+
+
+@dataclass
+class Sources:
+    store: Store
+    xrtd_socket: str
+    prometheus: str = ""  # base URL, e.g. http://127.0.0.1:9090; empty: not used
+    prometheus_range: float = 900.0  # seconds of history asked from Prometheus
+
+
+def knob_states(socket_path: str) -> dict[str, Any]:
+    try:
+        with KnobClient(socket_path, timeout=1.0) as client:
+            knobs = client.list()
+    except (KnobError, OSError, ValueError) as exc:
+        return {"running": False, "socket": socket_path, "detail": str(exc), "knobs": []}
+    rows = [
+        {
+            "name": k.get("name"),
+            "value": k.get("text", k.get("applied")),
+            "state": k.get("state"),
+            "backend": k.get("backend"),
+            "target": k.get("target"),
+        }
+        for k in knobs
+    ]
+    return {"running": True, "socket": socket_path, "detail": "", "knobs": rows}
+
+
+def prometheus_series(base: str, experiment: str, seconds: float) -> dict[str, Any]:
+    end = time.time()
+    start = end - seconds
+    step = max(1.0, seconds / 300)
+    sel = f'experiment="{experiment}"'
+    series: list[dict[str, Any]] = []
+    try:
+        for title, template in PROMETHEUS_SERIES:
+            r = requests.get(
+                f"{base.rstrip('/')}/api/v1/query_range",
+                params={
+                    "query": template.format(sel=sel),
+                    "start": str(start),
+                    "end": str(end),
+                    "step": str(step),
+                },
+                timeout=3,
+            )
+            r.raise_for_status()
+            for result in r.json()["data"]["result"]:
+                labels = {k: v for k, v in result["metric"].items() if k not in ("__name__", "experiment")}
+                name = title + ("" if not labels else " " + ",".join(f"{k}={v}" for k, v in labels.items()))
+                points = [[float(t), float(v)] for t, v in result["values"] if math.isfinite(float(v))]
+                series.append({"name": name, "points": points[-MAX_POINTS:]})
+    except (requests.RequestException, ValueError, KeyError) as exc:
+        return {"url": base, "error": str(exc), "series": series}
+    return {"url": base, "error": "", "series": series}
+
+
+def snapshot(src: Sources, experiment_id: int | None = None) -> dict[str, Any]:
+    """Everything the page shows for one experiment run (default: the newest)."""
+    experiments = src.store.experiments()
+    out: dict[str, Any] = {
+        "generated": time.time(),
+        "store": src.store.url.split("///")[-1] if src.store.url.startswith("sqlite") else "database",
+        "experiments": [{"id": e.id, "name": e.name, "created": e.created} for e in experiments],
+        "knobs": knob_states(src.xrtd_socket),
+        "experiment": None,
+    }
+    chosen = [e for e in experiments if e.id == experiment_id] if experiment_id is not None else []
+    exp = chosen[0] if chosen else (experiments[-1] if experiments else None)
+    if exp is None:
+        return out
+    objective = exp.config.get("objective", {})
+    goal = "minimize" if objective.get("minimize") else "maximize"
+    trials = src.store.trials(exp.id)
+    best = best_trial(trials, goal)
+    rows = sorted(src.store.measurements(exp.id), key=lambda m: m.t)
+    margins: dict[str, float] = {}
+    for m in rows:
+        margins.update({k: v for k, v in m.margins.items() if _finite(v) is not None})
+    knobs_recorded = rows[-1].knobs if rows else {}
+    series: list[dict[str, Any]] = [
+        {
+            "name": "objective",
+            "points": [[m.t, m.objective] for m in rows if _finite(m.objective) is not None],
+        }
+    ]
+    for line in sorted({k for m in rows for k in m.margins}):
+        pts = [[m.t, m.margins[line]] for m in rows if _finite(m.margins.get(line)) is not None]
+        series.append({"name": f"margin {line}", "points": pts})
+    for s in series:
+        s["points"] = s["points"][-MAX_POINTS:]
+    out["experiment"] = {
+        "id": exp.id,
+        "name": exp.name,
+        "goal": goal,
+        "expression": objective.get(goal, ""),
+        "baseline": (exp.baseline or {}).get("objective"),
+        "slo": exp.config.get("slo", []),
+        "trials": [
+            {
+                "index": t.index,
+                "policy": t.policy,
+                "params": t.params,
+                "status": t.status,
+                "objective": _finite(t.objective),
+                "sem": _finite(t.objective_sem),
+            }
+            for t in trials
+        ],
+        "best": None
+        if best is None
+        else {"index": best.index, "objective": best.objective, "params": best.params},
+        "margins": margins,
+        "knobs_recorded": knobs_recorded,
+        "series": series,
+        "rollbacks": [
+            {
+                "trial": r.trial_index,
+                "t": r.t,
+                "reason": r.reason,
+                "bad": r.bad,
+                "restored": r.restored,
+                "windows": r.windows,
+            }
+            for r in sorted(src.store.rollbacks(exp.id), key=lambda r: r.t)
+        ],
+    }
+    if src.prometheus:
+        out["prometheus"] = prometheus_series(src.prometheus, exp.name, src.prometheus_range)
+    return out
