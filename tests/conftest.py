@@ -15,8 +15,10 @@ FAST_MODULES = {
     "tests/tuner/test_benchmark_metrics.py",
     "tests/tuner/test_check_figures.py",
     "tests/tuner/test_config.py",
+    "tests/tuner/test_console.py",
     "tests/tuner/test_expr.py",
     "tests/tuner/test_models.py",
+    "tests/tuner/test_report.py",
     "tests/tuner/test_store.py",
 }
 

@@ -15,6 +15,14 @@ DEFAULT_DB = os.environ.get("XTUNE_DB", f"sqlite:///{paths.BUILD / 'xtune-trials
 app = typer.Typer(no_args_is_help=True)
 
 DbOption = Annotated[str, typer.Option(help="Trial store URL (SQLAlchemy: sqlite:///..., postgresql://...).")]
+AsciiOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--ascii/--unicode",
+        help="ASCII-only output (default: when the terminal's encoding is not UTF-8).",
+        show_default=False,
+    ),
+]
 
 
 @app.command()
@@ -29,22 +37,21 @@ def run(
         list[str] | None, typer.Option(help="NAME=VALUE for ${NAME} in the file (repeatable).")
     ] = None,
     report: Annotated[Path | None, typer.Option(help="Write the report to this directory when done.")] = None,
+    ascii: AsciiOption = None,
 ) -> None:
     """Run the tuning job an SLO file describes."""
-    from rich.console import Console
-
     from xtune.config import ConfigError, load
     from xtune.knobs.actuator import Actuator
     from xtune.policies import make_policy
     from xtune.signals.frames import FrameReader, ShmFrameReader, ZmqFrameReader
     from xtune.trials.report import write_report
     from xtune.trials.store import Store
-    from xtune.tuning.console import Progress, before_after
+    from xtune.tuning.console import Progress, before_after, make_console
     from xtune.tuning.loop import Runner
     from xtune.tuning.metrics import Metrics
     from xtune.tuning.workload import Workload
 
-    console = Console()
+    console = make_console(ascii)
     variables = dict(v.split("=", 1) for v in var or [] if "=" in v)
     try:
         slo = load(file, variables)
@@ -61,10 +68,12 @@ def run(
         from xtune.tuning.bench_loop import BenchRunner, NoFrames, SkipFailed
 
         reader: FrameReader = NoFrames()
-        runner: Runner = BenchRunner(slo, actuator, reader, store, metrics, workload, Progress(console))
+        progress = Progress(console, slo)
+        runner: Runner = BenchRunner(slo, actuator, reader, store, metrics, workload, progress)
     else:
         reader = ZmqFrameReader(slo.signals.zmq) if slo.signals.zmq else ShmFrameReader(slo.signals.shm)
-        runner = Runner(slo, actuator, reader, store, metrics, workload, Progress(console))
+        progress = Progress(console, slo, reader)
+        runner = Runner(slo, actuator, reader, store, metrics, workload, progress)
     try:
         warm = store.trials(name=slo.name)
         if slo.benchmark is not None:
@@ -75,7 +84,8 @@ def run(
         runner.close()
         reader.close()
         metrics.close()
-    before_after(result, console)
+    progress.units.record(store, result.experiment_id)
+    before_after(result, console, progress.units)
     if report is not None:
         console.print(f"report: {write_report(store, result.experiment_id, report)}")
 
@@ -84,23 +94,30 @@ def run(
 def trials(
     db: DbOption = DEFAULT_DB,
     experiment: Annotated[str, typer.Option(help="Only runs of this experiment name.")] = "",
+    ascii: AsciiOption = None,
 ) -> None:
     """List stored runs and their trials."""
-    from rich.console import Console
     from rich.table import Table
 
+    from xtune.config.units import format_spread
+    from xtune.trials.report import params_text, stored_units, summary_line
     from xtune.trials.store import Store
+    from xtune.tuning.console import is_ascii, make_console
 
     store = Store(db)
-    console = Console()
+    console = make_console(ascii)
     for exp in store.experiments(experiment or None):
-        table = Table(title=f"run {exp.id}: {exp.name} {exp.result or ''}")
-        for col in ("trial", "policy", "values", "status", "objective", "sem"):
+        trials = store.trials(exp.id)
+        summary = summary_line(exp, trials, store.measurements(exp.id), store.rollbacks(exp.id))
+        if is_ascii(console):
+            summary = summary.replace("\u2192", "->").replace("\u00b1", "+/-").replace("\u00b5", "u")
+        table = Table(title=f"run {exp.id}: {exp.name}", caption=summary)
+        for col in ("trial", "policy", "values", "status", "objective (mean +/- sem)"):
             table.add_column(col)
-        for t in store.trials(exp.id):
-            table.add_row(
-                str(t.index), t.policy, str(t.params), t.status, f"{t.objective}", f"{t.objective_sem}"
-            )
+        unit = stored_units(exp)[0]
+        for t in trials:
+            objective = format_spread(t.objective, t.objective_sem, unit, is_ascii(console))
+            table.add_row(str(t.index), t.policy, params_text(t.params), t.status, objective)
         console.print(table)
 
 
@@ -238,11 +255,13 @@ def demo(
     budget: Annotated[int, typer.Option(help="Trials (default 14, or 4 with --short).")] = 0,
     out: Annotated[Path, typer.Option(help="Where the trial store and the report go.")] = paths.BUILD
     / "demo",
+    ascii: AsciiOption = None,
 ) -> None:
     """Tune a bulk TCP flow's socket buffer limits through a bottleneck (real BPF, real sysctls), then a
     dataplane server's compiled-in RX_BATCH_SIZE through SIE on the running binary."""
     from xtune.demo.run import run_demo
+    from xtune.tuning.console import make_console
 
-    run = run_demo(out, short=short, budget=budget or None)
+    run = run_demo(out, short=short, budget=budget or None, console=make_console(ascii))
     if run.result.best is None:
         raise typer.Exit(1)

@@ -30,10 +30,12 @@ class Strict(BaseModel):
 
 
 class Objective(Strict):
-    """Exactly one of minimize / maximize, an expression over signals."""
+    """Exactly one of minimize / maximize, an expression over signals; `unit` names what it is
+    measured in when the signal catalog does not (`us`, `bytes/s`, `req/s`)."""
 
     minimize: Expression | None = None
     maximize: Expression | None = None
+    unit: str | None = Field(default=None, max_length=16)
 
     @model_validator(mode="after")
     def _one(self) -> Objective:
@@ -166,13 +168,14 @@ class BenchMetric(Strict):
 
     `regex`: a Python pattern with a named group `value` (searched in stdout, then stderr);
     `json`: a dotted path into stdout parsed as JSON, or into its last line that is a JSON object
-    (numbers index lists). `scale` multiplies.
+    (numbers index lists). `scale` multiplies. `unit` is the unit after scaling (`us`, `req/s`).
     """
 
     name: str = Field(pattern=r"^[a-z][a-z0-9_]{0,47}$")
     regex: str | None = None
     json_path: str | None = Field(default=None, alias="json", pattern=r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
     scale: float = 1.0
+    unit: str = Field(default="", max_length=16)
 
     @model_validator(mode="after")
     def _one(self) -> BenchMetric:

@@ -89,14 +89,16 @@ def run_demo(
         actuator = Actuator(svc.xrtd_socket, slo.knobs)
         reader = ShmFrameReader(svc.signals_shm)
         assert slo.workload is not None
-        runner = Runner(slo, actuator, reader, store, metrics, Workload(slo.workload), Progress(console))
+        progress = Progress(console, slo, reader)
+        runner = Runner(slo, actuator, reader, store, metrics, Workload(slo.workload), progress)
         try:
             result = runner.run(lambda bounds: make_policy(slo, bounds))
         finally:
             runner.close()
             reader.close()
             metrics.close()
-    before_after(result, console)
+    progress.units.record(store, result.experiment_id)
+    before_after(result, console, progress.units)
     report = write_report(store, result.experiment_id, out / "report")
     console.print(f"report: {report}")
     sie = run_sie_phase(out, store, short, None, console)

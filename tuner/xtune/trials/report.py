@@ -1,14 +1,25 @@
-"""`xtune report`: plots of a stored run (objective per trial, knob trajectories, SLO margins)
-as PNG files and one HTML page that shows them with the trial table and the rollbacks."""
+"""`xtune report`: plots of a stored run (objective per trial, knob trajectories, SLO margins when
+the run has SLO lines) as PNG files and one HTML page that shows them under a one-line summary
+(objective before -> after with its unit and spread, trials, rollbacks), with before/after, trial
+and rollback tables; numbers are written with their units (`xtune.config.units`)."""
 
 from __future__ import annotations
 
 import html
+import statistics
+from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from xtune.trials.store import Store
+from xtune.config.units import format_spread, format_value
+from xtune.trials.store import Experiment, Measurement, RollbackRow, Store, StoredTrial
 
-STYLE = "body{font-family:sans-serif;max-width:60em;margin:auto} td,th{padding:2px 8px}"
+STYLE = (
+    "body{font-family:sans-serif;max-width:60em;margin:auto} td,th{padding:2px 8px;text-align:left}"
+    " .num{text-align:right} table{border-collapse:collapse} tr:nth-child(even){background:#f4f4f4}"
+    " .summary{font-size:1.15em;border-left:4px solid #48c;padding-left:8px}"
+)
 
 
 def write_report(store: Store, experiment_id: int, out_dir: str | Path) -> Path:
@@ -28,6 +39,7 @@ def write_report(store: Store, experiment_id: int, out_dir: str | Path) -> Path:
     objective = exp.config["objective"]
     goal = "minimize" if objective.get("minimize") else "maximize"
     expression = objective.get(goal)
+    units = stored_units(exp)
 
     fig, ax = plt.subplots(figsize=(7, 3.5))
     ok = [t for t in trials if t.status == "completed" and t.objective is not None]
@@ -46,7 +58,7 @@ def write_report(store: Store, experiment_id: int, out_dir: str | Path) -> Path:
     if values and min(values) > 0 and max(values) > 10 * min(values):
         ax.set_yscale("log")
     ax.set_xlabel("trial")
-    ax.set_ylabel(f"{expression} ({goal})")
+    ax.set_ylabel(f"{expression} ({units[0] + ', ' if units[0] else ''}{goal})")
     ax.legend()
     fig.tight_layout()
     fig.savefig(out / "objective.png", dpi=100)
@@ -66,6 +78,165 @@ def write_report(store: Store, experiment_id: int, out_dir: str | Path) -> Path:
     fig.savefig(out / "knobs.png", dpi=100)
     plt.close(fig)
 
+    slo_lines: list[str] = list(exp.config.get("slo") or [])
+    (out / "slo_margin.png").unlink(missing_ok=True)  # a previous report's, in the same directory
+    if slo_lines:
+        _margin_plot(plt, rows, rollbacks, t0, out / "slo_margin.png")
+
+    page = f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>xtune report: {esc(exp.name)}</title>
+<style>{STYLE}</style>
+</head><body>
+<h1>xtune report: {esc(exp.name)} (run {exp.id})</h1>
+<p class="summary">{esc(summary_line(exp, trials, rows, rollbacks))}</p>
+<p>Objective: {goal} <code>{esc(str(expression))}</code>{f" ({esc(units[0])})" if units[0] else ""}.
+SLO: {esc("; ".join(slo_lines)) if slo_lines else "none"}.</p>
+<h2>Before / after</h2>
+{before_after_table(exp, units)}
+<h2>Objective per trial</h2><img src="objective.png" alt="objective per trial">
+<h2>Knob values over time</h2><img src="knobs.png" alt="knob values over time">
+{'<h2>SLO margins over time</h2><img src="slo_margin.png" alt="SLO margins over time">' if slo_lines else ""}
+<h2>Trials</h2>
+{trials_table(trials, units[0])}
+<h2>Rollbacks</h2>
+{rollbacks_table(rollbacks)}
+</body></html>
+"""
+    path = out / "index.html"
+    path.write_text(page)
+    return path
+
+
+def esc(x: object) -> str:
+    return html.escape(str(x))
+
+
+def stored_units(exp: Experiment) -> tuple[str, list[str]]:
+    """The run's objective unit and each SLO line's (recorded by the run, else the SLO file's)."""
+    units = exp.config.get("units") or {}
+    objective = units.get("objective") or exp.config.get("objective", {}).get("unit") or ""
+    return objective, list(units.get("slo") or [])
+
+
+def params_text(params: dict[str, Any] | None) -> str:
+    """Knob values as `name=value, ...` ("-" for none)."""
+    return ", ".join(f"{k}={v}" for k, v in params.items()) if params else "-"
+
+
+def _spread(values: list[float]) -> float | None:
+    return statistics.stdev(values) if len(values) > 1 else None
+
+
+def summary_line(
+    exp: Experiment, trials: list[StoredTrial], rows: list[Measurement], rollbacks: list[RollbackRow]
+) -> str:
+    """One sentence saying what happened: objective before -> after with units and the spread
+    of the windows measured, the gain, the values chosen, trials, rollbacks."""
+    unit = stored_units(exp)[0]
+    objective = exp.config["objective"]
+    expression = objective.get("minimize") or objective.get("maximize")
+    before = [r.objective for r in rows if r.phase == "baseline" and r.objective is not None]
+    final = [r.objective for r in rows if r.phase == "final" and r.objective is not None]
+    result = exp.result or {}
+    text = f"{expression}: "
+    if exp.baseline is None:
+        text += "no baseline measured (the run stopped early)"
+    else:
+        text += f"{format_spread(exp.baseline['objective'], _spread(before), unit)}"
+        if result.get("after") is not None:
+            text += f" \u2192 {format_spread(result['after'], _spread(final), unit)}"
+            if result.get("gain") is not None:
+                text += f" ({100 * result['gain']:+.1f} % better)"
+            text += f" with {params_text(result.get('best'))}"
+        elif exp.result is not None:
+            text += ", no better values found (knobs left as they were)"
+        else:
+            text += ", run not finished"
+        text += f"; mean \u00b1 standard deviation over {len(before)}"
+        text += f" / {len(final)} windows" if final else " windows"
+    statuses = Counter(t.status for t in trials)
+    text += f"; {len(trials)} trial{'s' if len(trials) != 1 else ''}"
+    if trials:
+        text += " (" + ", ".join(f"{n} {status}" for status, n in sorted(statuses.items())) + ")"
+    text += f"; rollbacks: {len(rollbacks) if rollbacks else 'none'}."
+    return text
+
+
+NUM = ' class="num"'
+
+
+def _table(head: tuple[str, ...], body: Sequence[tuple[object, ...]], right: int = 1) -> str:
+    """An HTML table; columns from `right` on are numbers (right-aligned)."""
+
+    def row(cells: tuple[object, ...], tag: str) -> str:
+        return (
+            "<tr>"
+            + "".join(f"<{tag}{NUM if i >= right else ''}>{esc(c)}</{tag}>" for i, c in enumerate(cells))
+            + "</tr>"
+        )
+
+    return "<table>\n" + "\n".join([row(head, "th"), *(row(b, "td") for b in body)]) + "\n</table>"
+
+
+def before_after_table(exp: Experiment, units: tuple[str, list[str]]) -> str:
+    base = exp.baseline or {}
+    result = exp.result or {}
+    best = result.get("best") or {}
+    values = base.get("values") or {}
+    body: list[tuple[object, ...]] = [(f"knob {k}", v, best.get(k, v)) for k, v in values.items()]
+    body.append(
+        (
+            "objective",
+            format_value(base.get("objective"), units[0]),
+            format_value(result.get("after"), units[0]),
+        )
+    )
+    for i, (line, bound) in enumerate(zip(exp.config.get("slo", []), base.get("bounds", []), strict=False)):
+        unit = units[1][i] if i < len(units[1]) else ""
+        slack = base.get("slack", [])
+        body.append(
+            (f"SLO {line}: bound", format_spread(bound, slack[i] if i < len(slack) else None, unit), "")
+        )
+    gain = result.get("gain")
+    body.append(("gain", "", "-" if gain is None else f"{100 * gain:+.1f} %"))
+    return _table(("", "before", "after"), body)
+
+
+def trials_table(trials: list[StoredTrial], unit: str) -> str:
+    if not trials:
+        return "<p>No trials.</p>"
+    body = [
+        (
+            t.index,
+            t.policy,
+            params_text(t.params),
+            t.status,
+            format_spread(t.objective, t.objective_sem, unit),
+        )
+        for t in trials
+    ]
+    return _table(("trial", "policy", "values", "status", "objective (mean \u00b1 sem)"), body, right=4)
+
+
+def rollbacks_table(rollbacks: list[RollbackRow]) -> str:
+    if not rollbacks:
+        return "<p>None.</p>"
+    body = [
+        (
+            "-" if r.trial_index is None else r.trial_index,
+            r.windows,
+            params_text(r.bad),
+            params_text(r.restored),
+            r.reason,
+        )
+        for r in rollbacks
+    ]
+    return _table(("trial", "windows", "bad values", "restored", "reason"), body, right=5)
+
+
+def _margin_plot(
+    plt: Any, rows: list[Measurement], rollbacks: list[RollbackRow], t0: float, path: Path
+) -> None:
     fig, ax = plt.subplots(figsize=(7, 3.5))
     lines = sorted({k for r in rows for k in r.margins})
     for line in lines:
@@ -79,44 +250,5 @@ def write_report(store: Store, experiment_id: int, out_dir: str | Path) -> Path:
     if lines:
         ax.legend()
     fig.tight_layout()
-    fig.savefig(out / "slo_margin.png", dpi=100)
+    fig.savefig(path, dpi=100)
     plt.close(fig)
-
-    def cell(x: object) -> str:
-        return f"<td>{html.escape(str(x))}</td>"
-
-    trial_rows = "\n".join(
-        "<tr>"
-        + "".join(cell(x) for x in (t.index, t.policy, t.params, t.status, t.objective, t.objective_sem))
-        + "</tr>"
-        for t in trials
-    )
-    rollback_rows = "\n".join(
-        "<tr>" + "".join(cell(x) for x in (r.trial_index, r.windows, r.bad, r.restored, r.reason)) + "</tr>"
-        for r in rollbacks
-    )
-
-    def header(*names: str) -> str:
-        return "".join(f"<th>{n}</th>" for n in names)
-
-    slo = "; ".join(exp.config.get("slo", []))
-    page = f"""<!doctype html>
-<html><head><meta charset="utf-8"><title>xtune report: {html.escape(exp.name)}</title>
-<style>{STYLE}</style>
-</head><body>
-<h1>xtune report: {html.escape(exp.name)} (run {exp.id})</h1>
-<p>Objective: {goal} <code>{html.escape(str(expression))}</code>; SLO: {html.escape(slo)}</p>
-<p>Baseline: {html.escape(str(exp.baseline))}</p>
-<p>Result: {html.escape(str(exp.result))}</p>
-<h2>Objective per trial</h2><img src="objective.png">
-<h2>Knob values over time</h2><img src="knobs.png">
-<h2>SLO margins over time</h2><img src="slo_margin.png">
-<h2>Trials</h2><table><tr>{header("trial", "policy", "values", "status", "objective", "sem")}</tr>
-{trial_rows}</table>
-<h2>Rollbacks</h2><table><tr>{header("trial", "windows", "bad values", "restored", "reason")}</tr>
-{rollback_rows}</table>
-</body></html>
-"""
-    path = out / "index.html"
-    path.write_text(page)
-    return path

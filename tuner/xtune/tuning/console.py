@@ -1,29 +1,102 @@
-"""What `xtune run` and `xtune demo` show: progress per trial, a table of knobs and SLO margins."""
+"""What `xtune run` and `xtune demo` show: progress per trial, a table of knobs and SLO margins.
+
+Objectives and SLO left sides are written with their units (`RunUnits`: the SLO file's, else the
+signal catalog's). A console whose encoding is not UTF-8, or one made by `make_console(ascii=True)`,
+gets ASCII only: `us` for `µs`, `+/-`, `->`, ASCII table borders and bars.
+"""
 
 from __future__ import annotations
 
 import math
-from typing import Any
+import sys
+from dataclasses import dataclass, field
+from typing import Any, TextIO
 
 import rich.progress
 from rich.console import Console
 from rich.table import Table
 
+from xtune.config.schema import SloFile
+from xtune.config.units import expression_unit, format_spread, format_value, node_unit
+from xtune.signals.frames import Catalog, FrameReader
+from xtune.trials.store import Store
 from xtune.tuning.loop import RunResult, TrialResult
 
 
-def _num(x: float | None, unit: str = "") -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "-"
-    return f"{x:,.4g}{unit}"
+class AsciiFile:
+    """A text stream that writes only ASCII to another one ("?" for anything else); its encoding
+    says "ascii", so rich draws ASCII table borders and bars on it."""
+
+    encoding = "ascii"
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+
+    def write(self, text: str) -> int:
+        return self.out.write(text.encode("ascii", "replace").decode("ascii"))
+
+    def flush(self) -> None:
+        self.out.flush()
+
+    def isatty(self) -> bool:
+        return self.out.isatty()
+
+    def fileno(self) -> int:
+        return self.out.fileno()
+
+
+def make_console(ascii: bool | None = None) -> Console:
+    """A console on stdout; ASCII only when asked, or (None) when stdout's encoding is not UTF-8."""
+    if ascii is None:
+        ascii = not (getattr(sys.stdout, "encoding", None) or "").lower().replace("-", "").startswith("utf")
+    return Console(file=AsciiFile(sys.stdout)) if ascii else Console()  # type: ignore[arg-type]  # a writable text stream
+
+
+def is_ascii(console: Console) -> bool:
+    return not console.encoding.replace("-", "").startswith("utf")
+
+
+@dataclass
+class RunUnits:
+    """Units of a run's objective and of each SLO line's left side ("" when unknown)."""
+
+    objective: str = ""
+    slo: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, slo: SloFile, catalog: Catalog | None) -> RunUnits:
+        units = {s.name: s.unit for s in catalog.signals} if catalog else {}
+        if slo.benchmark is not None:
+            units.update({f"bench.{m.name}": m.unit for m in slo.benchmark.metrics if m.unit})
+        objective = slo.objective.unit or expression_unit(slo.objective.expression, units)
+        return cls(objective, [node_unit(line.left, units) for line in slo.comparisons()])
+
+    def line(self, i: int) -> str:
+        return self.slo[i] if i < len(self.slo) else ""
+
+    def record(self, store: Store, experiment_id: int) -> None:
+        """Keep the units with the stored run, for `xtune report`."""
+        exp = store.experiment(experiment_id)
+        if exp is not None:
+            config = {**exp.config, "units": {"objective": self.objective, "slo": self.slo}}
+            store.update_experiment(experiment_id, config=config)
 
 
 class Progress:
-    """The Runner's progress callback: a bar per trial (its measured windows) whose line shows the
-    latest objective and SLO margins, then one result line per trial."""
+    """The Runner's progress callback: on a terminal, a bar per trial (its measured windows) whose
+    line shows the latest objective and SLO margins; one result line per trial everywhere.
 
-    def __init__(self, console: Console | None = None) -> None:
+    With the run's SLO file and frame reader, objectives are written in the catalog's units
+    (known once frames arrive: resolved at the baseline); `units` holds them afterwards."""
+
+    def __init__(
+        self, console: Console | None = None, slo: SloFile | None = None, reader: FrameReader | None = None
+    ) -> None:
         self.console = console or Console()
+        self.ascii = is_ascii(self.console)
+        self.slo = slo
+        self.reader = reader
+        self.units = RunUnits.of(slo, None) if slo is not None else RunUnits()
         self._bar: rich.progress.Progress | None = None
         self._task: rich.progress.TaskID | None = None
 
@@ -32,20 +105,38 @@ class Progress:
             self._bar.stop()
             self._bar = None
 
+    def num(self, x: float | None, unit: str) -> str:
+        return format_value(x, unit, self.ascii)
+
     def __call__(self, event: str, data: dict[str, Any]) -> None:
         c = self.console
+        u = self.units
         if event == "window":
             if self._bar is not None and self._task is not None and data["phase"] == "measure":
-                margins = " ".join(f"{m:+.1%}" for m in data["margins"].values())
-                self._bar.update(self._task, advance=1, live=f"obj {_num(data['objective'])} SLO {margins}")
+                live = f"objective {self.num(data['objective'], u.objective)}"
+                if data["margins"]:
+                    live += " SLO margin " + " ".join(f"{m:+.1%}" for m in data["margins"].values())
+                self._bar.update(self._task, advance=1, live=live)
             return
         self._end_bar()
         if event == "baseline":
+            if self.slo is not None and self.reader is not None:
+                self.units = u = RunUnits.of(self.slo, self.reader.catalog)
             s = data["summary"]
-            bounds = ", ".join(f"{b.bound:,.4g} (+/- {b.slack:,.3g})" for b in data["guard"])
-            objective = f"{_num(s.objective)} +/- {_num(s.objective_sem)}"
-            c.print(f"[bold]baseline[/]: objective {objective}; SLO bounds {bounds}")
+            objective = format_spread(s.objective, s.objective_sem, u.objective, self.ascii)
+            text = f"[bold]baseline[/]: objective {objective}"
+            if data["guard"]:
+                bounds = ", ".join(
+                    format_spread(b.bound, b.slack, u.line(i), self.ascii)
+                    for i, b in enumerate(data["guard"])
+                )
+                text += f"; SLO bounds {bounds}"
+            c.print(text, highlight=False)
         elif event == "trial":
+            if (
+                not c.is_interactive
+            ):  # a bar redrawn in place needs a terminal; elsewhere it leaves blank lines
+                return
             params = ", ".join(f"{k}={v}" for k, v in data["params"].items())
             self._bar = rich.progress.Progress(
                 rich.progress.TextColumn(f"trial {data['index']}: {params}"),
@@ -67,20 +158,24 @@ class Progress:
                 else "[yellow]SLO[/]"
             )
             params = ", ".join(f"{k}={v}" for k, v in r.params.items())
-            lhs = " ".join(_num(m) for m, _ in r.summary.slo.values())
-            c.print(
-                f"trial {r.index}: {params} -> objective {_num(r.summary.objective)} (SLO lhs {lhs}) {status}"
-            )
+            text = f"trial {r.index}: {params} -> objective {self.num(r.summary.objective, u.objective)}"
+            if r.summary.slo:
+                lhs = ", ".join(self.num(m, u.line(i)) for i, (m, _) in r.summary.slo.items())
+                text += f" (SLO left side {lhs})"
+            c.print(f"{text} {status}", highlight=False)
         elif event == "failed":
-            c.print(f"[red]trial {data['index']} failed[/]: {data['reason']}")
+            c.print(f"[red]trial {data['index']} failed[/]: {data['reason']}", highlight=False)
         elif event == "rollback":
-            c.print(f"[red]rollback[/] after {data['windows']} window(s): {data['reason']}")
+            c.print(f"[red]rollback[/] after {data['windows']} window(s): {data['reason']}", highlight=False)
         elif event == "warn":
-            c.print(f"[yellow]SLO warning[/]: {data['violations']}")
+            c.print(f"[yellow]SLO warning[/]: {data['violations']}", highlight=False)
 
 
-def before_after(result: RunResult, console: Console | None = None) -> Table:
+def before_after(result: RunResult, console: Console | None = None, units: RunUnits | None = None) -> Table:
     """The closing table: each knob before and after, the objective and SLO lines, the gain."""
+    console = console or Console()
+    ascii = is_ascii(console)
+    units = units or RunUnits()
     table = Table(title="xtune: before / after")
     table.add_column("")
     table.add_column("before", justify="right")
@@ -91,17 +186,17 @@ def before_after(result: RunResult, console: Console | None = None) -> Table:
     after = result.after
     table.add_row(
         f"objective {result.objective_text}",
-        _num(result.before.objective),
-        _num(after.objective if after else None),
+        format_spread(result.before.objective, result.before.objective_sem, units.objective, ascii),
+        format_spread(after.objective, after.objective_sem, units.objective, ascii) if after else "-",
     )
     for i, line in enumerate(result.lines):
         table.add_row(
             f"SLO {line} (left side)",
-            _num(result.before.slo[i][0]),
-            _num(after.slo[i][0] if after else None),
+            format_value(result.before.slo[i][0], units.line(i), ascii),
+            format_value(after.slo[i][0] if after else None, units.line(i), ascii),
         )
     gain = result.gain
-    table.add_row("gain", "", "-" if gain is None else f"{100 * gain:+.1f} %")
+    table.add_row("gain", "", "-" if gain is None or math.isnan(gain) else f"{100 * gain:+.1f} %")
     table.add_row("trials / rollbacks", "", f"{len(result.trials)} / {result.rollbacks}")
-    (console or Console()).print(table)
+    console.print(table)
     return table

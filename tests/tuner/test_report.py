@@ -1,0 +1,114 @@
+"""`xtune report`: the page says in one line what happened, shows tables (not dict reprs) with
+units, and draws SLO margins only for a run that has SLO lines."""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from xtune.trials.report import write_report
+from xtune.trials.store import Store, StoredTrial
+
+
+class Page(HTMLParser):
+    """Text by element: the summary paragraph, the headings, the images, the table cells."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[tuple[str, dict[str, str | None]]] = []
+        self.summary = ""
+        self.headings: list[str] = []
+        self.images: list[str] = []
+        self.cells: list[str] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "img":
+            self.images.append(dict(attrs)["src"] or "")
+        elif tag in ("p", "h2", "td", "th", "style"):
+            self.stack.append((tag, dict(attrs)))
+            if tag == "td":
+                self.cells.append("")
+
+    def handle_endtag(self, tag: str) -> None:
+        if self.stack and self.stack[-1][0] == tag:
+            self.stack.pop()
+
+    def handle_data(self, data: str) -> None:
+        tag, attrs = self.stack[-1] if self.stack else ("", {})
+        if tag != "style":
+            self.text.append(data)
+        if tag == "p" and attrs.get("class") == "summary":
+            self.summary += data
+        elif tag == "h2":
+            self.headings.append(data)
+        elif tag == "td":
+            self.cells[-1] += data
+
+
+def _run(store: Store, slo: list[str], rollback: bool) -> int:
+    config = {
+        "name": "r",
+        "objective": {"minimize": "p99(func.serve_batch.latency)"},
+        "slo": slo,
+        "units": {"objective": "us", "slo": ["calls/s"] * len(slo)},
+    }
+    exp = store.new_experiment("r", config)
+    for i, (value, obj) in enumerate([(64, 1843.21234567891), (16, 412.3456789012), (8, 398.0)]):
+        status = "completed" if i < 2 else "infeasible"
+        store.add_trial(
+            exp, StoredTrial(i, "bo", {"rx_batch_size": value}, status, obj, 21.123456, {}), i, i + 1
+        )
+    for phase, obj in [("baseline", 1800.0), ("baseline", 1900.0), ("final", 410.0), ("final", 420.0)]:
+        margins = {line: 0.1 for line in slo}
+        store.add_measurement(
+            exp, phase, obj, margins, {"rx_batch_size": 64 if phase == "baseline" else 16}, None
+        )
+    if rollback:
+        store.add_rollback(
+            exp, 2, "served rate below its bound", {"rx_batch_size": 8}, {"rx_batch_size": 64}, 2
+        )
+    store.update_experiment(
+        exp,
+        baseline={
+            "values": {"rx_batch_size": 64},
+            "objective": 1850.0,
+            "bounds": [2850.0] * len(slo),
+            "slack": [40.0] * len(slo),
+        },
+        result={"best": {"rx_batch_size": 16}, "before": 1850.0, "after": 415.0, "gain": 0.7757},
+    )
+    return exp
+
+
+@pytest.mark.parametrize("with_slo", [False, True])
+def test_report_page(tmp_path: Path, with_slo: bool) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'trials.db'}")
+    slo = ["func.dp_round.taken.mean * func.dp_round.rate >= 0.95 * baseline"] if with_slo else []
+    exp = _run(store, slo, rollback=with_slo)
+    out = tmp_path / "report"
+    page = Page()
+    page.feed(write_report(store, exp, out).read_text())
+    text = "".join(page.text)
+
+    # one line: before -> after with units and spread, gain, trials, rollbacks
+    assert "1.85 ms ± 0.0707 ms → 415 µs ± 7.07 µs" in page.summary, page.summary
+    assert "+77.6 %" in page.summary and "rx_batch_size=16" in page.summary
+    assert "3 trials (2 completed, 1 infeasible)" in page.summary
+    assert ("rollbacks: 1" if with_slo else "rollbacks: none") in page.summary
+
+    assert "{" not in text and "}" not in text, "a dict repr in the page"
+    assert "412.3456" not in text and "1843.2123" not in text, "too many decimals"
+    assert "1,843 µs ± 21.1 µs" not in page.cells and "1.84 ms ± 0.0211 ms" in page.cells
+    assert "rx_batch_size=64" in page.cells
+
+    margins = "SLO margins over time" in page.headings
+    assert margins == with_slo and ("slo_margin.png" in page.images) == with_slo
+    assert (out / "slo_margin.png").exists() == with_slo
+    assert (out / "objective.png").stat().st_size > 0 and (out / "knobs.png").stat().st_size > 0
+    if with_slo:
+        assert "2,850 calls/s ± 40.0 calls/s" in page.cells
+    else:
+        assert "SLO: none" in text and not any("bound" in c for c in page.cells)
+        assert "None." in text  # no rollbacks: said, not an empty table
