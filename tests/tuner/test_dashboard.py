@@ -3,6 +3,7 @@ page shows equals the trial store, and a trial added to the store appears withou
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import time
@@ -16,9 +17,12 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 from xtune import paths
-from xtune.dashboard.state import best_trial
+from xtune.dashboard.server import DashboardServer
+from xtune.dashboard.state import Sources, best_trial
 from xtune.host.services import free_port
+from xtune.testing.xrtd import Xrtd
 from xtune.trials.store import Store, StoredTrial
+from xtune.tuning.metrics import Metrics
 
 XTUNE = str(paths.ROOT / ".venv/bin/xtune")
 SLO = "func.bulk_chunk.rate >= 0.9 * baseline"
@@ -122,3 +126,60 @@ def test_dashboard_shows_the_store_and_updates_live(browser: webdriver.Chrome, t
         server.terminate()
         out, _ = server.communicate(timeout=10)
     assert f"127.0.0.1:{port}" in out
+
+
+def test_dashboard_knobs_from_xrtd_and_series_from_prometheus(
+    browser: webdriver.Chrome, tmp_path: Path
+) -> None:
+    """With xrtd running the knob table is xrtd's; with --prometheus the exporter's series are drawn."""
+    prometheus = shutil.which("prometheus")
+    if prometheus is None:
+        pytest.fail("prometheus is not installed (scripts/apt-packages.txt lists it): run `make setup`")
+    store = Store(f"sqlite:///{tmp_path / 'trials.db'}")
+    _fill(store)
+    ns = f"xtune-dash-{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    xrtd = Xrtd(tmp_path)
+    metrics = Metrics("dash-bufferbloat")
+    procs: list[subprocess.Popen[bytes]] = []
+    server: DashboardServer | None = None
+    try:
+        xrtd.start()
+        c = xrtd.client()
+        c.register("somaxconn", "sysctl", "net.core.somaxconn", min=128, max=65535, netns=f"/run/netns/{ns}")
+        c.set("somaxconn", 2048, reason="dashboard test")
+        exporter = metrics.serve("127.0.0.1", 0)
+        metrics.window(4012.25, {SLO: 0.03})
+        config = tmp_path / "prometheus.yml"
+        config.write_text(
+            "global: {scrape_interval: 1s}\nscrape_configs:\n  - job_name: xtune\n"
+            f"    static_configs: [{{targets: ['127.0.0.1:{exporter}']}}]\n"
+        )
+        web = free_port()
+        procs.append(
+            subprocess.Popen(
+                [prometheus, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}"]
+                + [f"--web.listen-address=127.0.0.1:{web}"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
+        server = DashboardServer(Sources(store, xrtd.socket, f"http://127.0.0.1:{web}", 300)).start()
+        browser.get(server.url + "?poll=500")
+        wait = WebDriverWait(browser, 40)
+        wait.until(lambda b: "somaxconn" in _text(b, "#knobs"))
+        assert f"xrtd at {xrtd.socket})" in _text(browser, "#knob-source")
+        row = _text(browser, "#knobs tbody tr")
+        assert "2048" in row and f"sysctl:{c.get('somaxconn')['target']}" in row
+        wait.until(lambda b: "from Prometheus" in _text(b, "#series-source"))
+        wait.until(lambda b: f"SLO margin slo={SLO}: 0.03" in _text(b, "#charts"))
+        assert "objective: 4012.3" in _text(browser, "#charts")
+    finally:
+        if server is not None:
+            server.stop()
+        for p in procs:
+            p.terminate()
+            p.wait(10)
+        metrics.close()
+        xrtd.cleanup()
+        subprocess.run(["ip", "netns", "delete", ns], check=False)

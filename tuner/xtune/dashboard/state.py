@@ -30,6 +30,10 @@ PROMETHEUS_SERIES = (
 )
 
 
+# Labels every series has (or that the page's title already says): left out of the series names.
+SCRAPE_LABELS = ("__name__", "experiment", "job", "instance")
+
+
 def _finite(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
@@ -90,7 +94,7 @@ def prometheus_series(base: str, experiment: str, seconds: float) -> dict[str, A
             )
             r.raise_for_status()
             for result in r.json()["data"]["result"]:
-                labels = {k: v for k, v in result["metric"].items() if k not in ("__name__", "experiment")}
+                labels = {k: v for k, v in result["metric"].items() if k not in SCRAPE_LABELS}
                 name = title + ("" if not labels else " " + ",".join(f"{k}={v}" for k, v in labels.items()))
                 points = [[float(t), float(v)] for t, v in result["values"] if math.isfinite(float(v))]
                 series.append({"name": name, "points": points[-MAX_POINTS:]})
