@@ -142,7 +142,7 @@ def snapshot(src: Sources, experiment_id: int | None = None) -> dict[str, Any]:
         "name": exp.name,
         "goal": goal,
         "expression": objective.get(goal, ""),
-        "baseline": (exp.baseline or {}).get("objective"),
+        "baseline": _finite((exp.baseline or {}).get("objective")),
         "slo": exp.config.get("slo", []),
         "trials": [
             {
