@@ -6,7 +6,8 @@ open-loop Poisson load. `xtune analyze` of its spec gives the scope table; a pla
 registered in the demo's private xrtd as the `sie-user` knob `<pid>:<plan>`, so every trial is an
 xrtd transaction that arms / retunes the spans in the live process. The objective is an observer
 signal: xobserve's func family uprobes `serve_batch()` (a batch's first request, pickup to
-reply). The same Runner and policies as the first phase do the tuning. On exit the knob is
+reply); its SLO line keeps the served requests per second (uprobed `dp_round()`) at 95 % of the
+baseline. The same Runner and policies as the first phase do the tuning. On exit the knob is
 restored (xrtd disarms: original bytes), and the demo checks the process text byte by byte.
 """
 
@@ -33,7 +34,7 @@ from xtune.sie.spec import load_spec
 from xtune.signals.frames import ShmFrameReader
 from xtune.trials.report import write_report
 from xtune.trials.store import Store
-from xtune.tuning.console import Progress, before_after
+from xtune.tuning.console import Progress, RunUnits, before_after
 from xtune.tuning.loop import Runner, RunResult
 from xtune.tuning.metrics import Metrics
 from xtune.tuning.workload import Workload
@@ -45,6 +46,9 @@ SPEC_PATH = ("experiments/dataplane/rx_batch.toml", "XTUNE_DATAPLANE_SPEC")
 CONST = "RX_BATCH_SIZE"
 LIGHT_LOAD = "3000:4"  # requests per second:flows, the load of demo/data/dataplane.yaml
 PROBE = "serve_batch"
+# dp_round(active_flows, backlog, oldest_age_us, taken): `taken` per round times rounds per second is
+# the served request rate, which the SLO line of demo/data/dataplane.yaml bounds.
+SERVED = "dp_round:arg3/32=taken"
 KNOB = "rx_batch_size"
 
 
@@ -123,7 +127,7 @@ def run_sie_phase(out: Path, store: Store, short: bool, budget: int | None, cons
         plan.write_text(eng.plan_text(table, {CONST: 0}, "/dev/shm/xtune.knobs"))
         server = Server(binary)
         try:
-            with Services(["func"], funcs=[f"{binary}:{PROBE}"]) as svc:
+            with Services(["func"], funcs=[f"{binary}:{PROBE}", f"{binary}:{SERVED}"]) as svc:
                 slo = sie_slo(server.proc.pid, plan, server.port, budget, short)
                 console.print(
                     f"\n[bold]xtune demo, SIE phase[/]: dataplane server pid {server.proc.pid} "
@@ -131,14 +135,14 @@ def run_sie_phase(out: Path, store: Store, short: bool, budget: int | None, cons
                     f"under Poisson load; tuning {CONST} through xrtd's sie-user backend with "
                     f"{slo.policy.kind} (budget {slo.policy.budget})"
                 )
-                result = _tune(slo, svc, store, console)
+                result, units = _tune(slo, svc, store, console)
             restored = eng.spans_hold_original(server.proc.pid, table)
             chosen = int((result.best or {}).get(KNOB, table.const(CONST).values[0]))
             p50 = client_check(server, table, chosen, 2 if short else 3)
             restored = restored and eng.spans_hold_original(server.proc.pid, table)
         finally:
             server.close()
-    before_after(result, console)
+    before_after(result, console, units)
     console.print(
         f"{CONST} restored on exit: process text "
         + ("byte-exact (original)" if restored else "[red]NOT original[/]")
@@ -152,14 +156,17 @@ def run_sie_phase(out: Path, store: Store, short: bool, budget: int | None, cons
     return SiePhase(result, report, restored, p50)
 
 
-def _tune(slo: SloFile, svc: Services, store: Store, console: Console) -> RunResult:
+def _tune(slo: SloFile, svc: Services, store: Store, console: Console) -> tuple[RunResult, RunUnits]:
     metrics = Metrics(slo.name)
     actuator = Actuator(svc.xrtd_socket, slo.knobs)
     reader = ShmFrameReader(svc.signals_shm)
     assert slo.workload is not None
-    runner = Runner(slo, actuator, reader, store, metrics, Workload(slo.workload), Progress(console))
+    progress = Progress(console, slo, reader)
+    runner = Runner(slo, actuator, reader, store, metrics, Workload(slo.workload), progress)
     try:
-        return runner.run(lambda bounds: make_policy(slo, bounds))
+        result = runner.run(lambda bounds: make_policy(slo, bounds))
+        progress.units.record(store, result.experiment_id)
+        return result, progress.units
     finally:
         runner.close()
         reader.close()
