@@ -125,7 +125,7 @@ static const char *str_field(const struct json *rec, const char *key)
 	return f && f->type == JSON_STRING ? f->s : NULL;
 }
 
-static struct journal_knob *find_knob(struct journal_knob *r, int n, const char *name)
+static struct journal_knob *find_entry(struct journal_knob *r, int n, const char *name)
 {
 	for (int i = 0; i < n; i++)
 		if (!strcmp(r[i].k.name, name))
@@ -133,8 +133,8 @@ static struct journal_knob *find_knob(struct journal_knob *r, int n, const char 
 	return NULL;
 }
 
-/* Apply one record to the replay state; -1 when it is not a record this journal writes. */
-static int replay_record(const struct json *rec, struct journal_knob **r, int *n, int *cap)
+/* Apply one record to the knobs read so far; -1 when it is not a record this journal writes. */
+static int read_record(const struct json *rec, struct journal_knob **r, int *n, int *cap)
 {
 	const char *op = str_field(rec, "op"), *name = str_field(rec, "knob");
 	const struct json *orig, *en;
@@ -146,7 +146,7 @@ static int replay_record(const struct json *rec, struct journal_knob **r, int *n
 		return 0;
 	if (!name)
 		return -1;
-	e = find_knob(*r, *n, name);
+	e = find_entry(*r, *n, name);
 	if (!strcmp(op, "arm")) {
 		const char *backend = str_field(rec, "backend"), *target = str_field(rec, "target");
 		const char *netns = str_field(rec, "netns"), *type = str_field(rec, "type");
@@ -221,7 +221,7 @@ int journal_read(struct journal_knob **out, int *count, char err[XRTD_ERR_LEN])
 		}
 		*nl++ = 0;
 		rec = json_parse(line, perr, sizeof(perr));
-		if (!rec || replay_record(rec, &r, &n, &cap)) {
+		if (!rec || read_record(rec, &r, &n, &cap)) {
 			fprintf(stderr, "xrtd: %s:%d: not a journal record, skipped\n", path,
 				lineno);
 			bad++;
