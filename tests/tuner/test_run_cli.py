@@ -26,10 +26,9 @@ def test_run_trials_report(lab: Lab, tmp_path: Path) -> None:
     assert (tmp_path / "report/index.html").exists()
 
     res = subprocess.run([XTUNE, "trials", "--db", db], capture_output=True, text=True, env=env, check=True)
-    assert (
-        "test-bufferbloat-bo" in res.stdout
-        and res.stdout.count("completed") + res.stdout.count("infeasible") == 4
-    )
+    rows = "\n".join(line for line in res.stdout.splitlines() if line.lstrip().startswith(("│", "|")))
+    assert "test-bufferbloat-bo" in res.stdout and rows.count("completed") + rows.count("infeasible") == 4
+    assert "rollbacks:" in res.stdout  # the run's one-line summary under its table
 
     res = subprocess.run(
         [XTUNE, "report", "1", "--db", db, "--out", str(tmp_path / "again")],
