@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * A value change with engine-owned values. Guarantee: a thread that entered a perf-const's safe
- * span finishes that pass with the value it entered with; the new value is seen from the next entry.
+ * A value change with engine-owned values. Guarantee: a thread that entered a perf-const's
+ * safe span finishes that pass with the value it entered with; the new value is seen from the
+ * next entry.
  *
  * A perf-const read once per pass (one span whose trampoline loads its word once) gets this from
  * the store alone: the store and the load are both one aligned 8-byte access, so the pass sees the
