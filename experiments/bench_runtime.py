@@ -54,7 +54,7 @@ class Daemon:
             "--state-dir",
             str(state_dir),
             "--shm",
-            f"xt3-bench-{tag}-{os.getpid()}",
+            f"xtknobs-bench-{tag}-{os.getpid()}",
         ]
         self.proc = subprocess.Popen([str(paths.binary("xrtd")), *argv, *args], stderr=subprocess.DEVNULL)
         while not os.path.exists(self.socket):
@@ -109,7 +109,7 @@ def quiet_spell(pin: str, ns_prefix: str) -> dict:
     streams, samples, daemons, tables = [], {}, [], []
     try:
         for label, args in (("short_slice", ()), ("default_slice", ("--slice-us", "0"))):
-            disk = tempfile.TemporaryDirectory(prefix="xt3-bench-", dir="/var/tmp")
+            disk = tempfile.TemporaryDirectory(prefix="xtknobs-bench-", dir="/var/tmp")
             daemon = Daemon(Path(disk.name), f"quiet-{label}", *args)
             daemons.append((disk, daemon))
             c = daemon.__enter__()
@@ -215,9 +215,9 @@ def hystart_sweep(c: KnobClient, pair: VethPair, pin: str, flows: int = 3) -> li
 def main() -> None:
     if subprocess.run(["mountpoint", "-q", "/sys/fs/bpf"]).returncode:
         subprocess.run(["mount", "-t", "bpf", "bpf", "/sys/fs/bpf"], check=True)
-    pin = f"/sys/fs/bpf/xt3-bench-{os.getpid()}"
+    pin = f"/sys/fs/bpf/xtknobs-bench-{os.getpid()}"
     subprocess.run([str(paths.binary("xcubic")), "load", "--pin", pin], check=True, capture_output=True)
-    ns = f"xt3-bench-{os.getpid()}"
+    ns = f"xtknobs-bench-{os.getpid()}"
     subprocess.run(["ip", "netns", "add", ns], check=True)
     result: dict = {
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -230,7 +230,7 @@ def main() -> None:
         result["desired_to_applied"] = {"journal_sync": "originals"}
         for label, args in (("normal", ()), ("rt_priority_1", ("--rt-priority", "1"))):
             with (
-                tempfile.TemporaryDirectory(prefix="xt3-bench-", dir="/var/tmp") as disk,
+                tempfile.TemporaryDirectory(prefix="xtknobs-bench-", dir="/var/tmp") as disk,
                 Daemon(Path(disk), label, *args) as c,
             ):
                 c.register(
@@ -244,7 +244,7 @@ def main() -> None:
                 if label == "normal":
                     result["control_socket"] = control_ops(c, "somaxconn")
         with (
-            tempfile.TemporaryDirectory(prefix="xt3-bench-", dir="/var/tmp") as disk,
+            tempfile.TemporaryDirectory(prefix="xtknobs-bench-", dir="/var/tmp") as disk,
             Daemon(Path(disk), "sync-all", "--journal-sync", "all") as c,
         ):
             # Same disk, every record fdatasync'd: what full durability of each change costs.
@@ -253,15 +253,15 @@ def main() -> None:
                 slot = table.index("low_window")
                 samples = table_latency(table, slot, (17, 18), 1000, ring=True, gap=0)
             result["journal_sync_all"] = {"bpf_burst_doorbell": summary(samples)}
-        with VethPair(unique_tag("xt3b")) as pair:
+        with VethPair(unique_tag("xtkb")) as pair:
             result["xcubic_vs_cubic"] = {"bottleneck_tbf_50mbit": throughput(pair, 3_000_000, 4)}
             with (
-                tempfile.TemporaryDirectory(prefix="xt3-bench-", dir="/var/tmp") as disk,
+                tempfile.TemporaryDirectory(prefix="xtknobs-bench-", dir="/var/tmp") as disk,
                 Daemon(Path(disk), "hystart") as c,
             ):
                 result["hystart_delay_clamp"] = hystart_sweep(c, pair, pin)
         result["quiet_spell_doorbell"] = quiet_spell(pin, ns)
-        with VethPair(unique_tag("xt3c"), rate=None) as pair:
+        with VethPair(unique_tag("xtkc"), rate=None) as pair:
             result["xcubic_vs_cubic"]["veth_unlimited"] = throughput(pair, 1_000_000_000, 8)
     finally:
         subprocess.run(["ip", "netns", "del", ns], check=False)

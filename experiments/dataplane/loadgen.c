@@ -54,7 +54,7 @@ static int64_t run_start;
 static int64_t series_ns;
 static struct answer {
 	int64_t slice, lat;
-} *answers;
+} * answers;
 static long nanswers;
 
 /* Take the replies that arrived, waiting for them at most until `until` (CLOCK_MONOTONIC ns). */
@@ -73,8 +73,8 @@ static void drain(int ep, int64_t until)
 
 				lat[r.phase][nlat[r.phase]++] = l;
 				if (answers && nanswers < MAX_LAT)
-					answers[nanswers++] =
-						(struct answer){(r.sent_ns - run_start) / series_ns, l};
+					answers[nanswers++] = (struct answer){
+						(r.sent_ns - run_start) / series_ns, l};
 			}
 }
 
@@ -150,7 +150,8 @@ int main(int argc, char **argv)
 		double ms = atof(argv[2]);
 
 		if (ms <= 0) {
-			fprintf(stderr, "loadgen: --series needs a slice length in ms, not %s\n", argv[2]);
+			fprintf(stderr, "loadgen: --series needs a slice length in ms, not %s\n",
+				argv[2]);
 			return 2;
 		}
 		series_ns = (int64_t)(ms * 1e6);

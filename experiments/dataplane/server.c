@@ -99,10 +99,10 @@ static void reset_slot(int i)
 /*
  * Collect one batch: at most RX_BATCH_SIZE requests, sleeping at most RX_FILL_NS per slot from the
  * first request for the batch to fill (interrupt coalescing: a timer, not a spinning CPU), but only
- * when no payload waits in the flow buffers (a polling dataplane with work to do does not wait). The bound is read once per batch (the empty asm keeps the compiler from
- * folding it into a second immediate, bound × RX_FILL_NS) and only counted down by what arrived,
- * so a bound retuned live (SIE) reaches a batch whole: recvmmsg's count and the fill deadline
- * come from one value.
+ * when no payload waits in the flow buffers (a polling dataplane with work to do does not wait).
+ * The bound is read once per batch (the empty asm keeps the compiler from folding it into a second
+ * immediate, bound × RX_FILL_NS) and only counted down by what arrived, so a bound retuned live
+ * (SIE) reaches a batch whole: recvmmsg's count and the fill deadline come from one value.
  */
 __attribute__((noinline)) static int rx_batch(int fd)
 {

@@ -44,7 +44,7 @@ def bpffs() -> str:
 @pytest.fixture(scope="session")
 def xcubic(bpffs: str, bin_dir: Path) -> Iterator[str]:
     """xcubic loaded for the session; yields its pin dir."""
-    pin = f"{bpffs}/xt3-test-{os.getpid()}"
+    pin = f"{bpffs}/xtknobs-test-{os.getpid()}"
     res = subprocess.run([str(bin_dir / "xcubic"), "load", "--pin", pin], capture_output=True, text=True)
     if res.returncode != 0:
         pytest.fail(f"xcubic load failed: {res.stderr.strip()}")

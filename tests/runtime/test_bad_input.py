@@ -59,7 +59,7 @@ BAD_REGISTRATIONS = [
     (reg(name="x", target="net.ipv4.tcp_rmem[99]"), "field must be [0..15]"),
     (reg(name="x", target="net.ipv4.tcp_rmem[5]"), "has 3 fields, no field 5"),
     (
-        reg(name="x", target="net.ipv4.tcp_wmem", netns="/run/netns/xt3-no-such-ns"),
+        reg(name="x", target="net.ipv4.tcp_wmem", netns="/run/netns/xtknobs-no-such-ns"),
         "No such file or directory",
     ),
     (reg(name="x", target="net.ipv4.tcp_wmem", netns="/etc/hostname"), "is not a network namespace"),

@@ -22,7 +22,7 @@ from xtune.host.netns import run as _run
 class Bottleneck:
     rate_mbit: int = 100
     queue_ms: int = 500
-    prefix: str = field(default_factory=lambda: f"xt4-{os.getpid() % 100000}-{os.urandom(2).hex()}")
+    prefix: str = field(default_factory=lambda: f"xtdemo-{os.getpid() % 100000}-{os.urandom(2).hex()}")
     subnet: int = field(default_factory=lambda: 100 + int.from_bytes(os.urandom(1)) % 100)
     created: list[str] = field(default_factory=list)
 

@@ -33,7 +33,7 @@ class Services:
     window_ms: int = 10
     observe: bool = True  # False: xrtd alone (a job whose windows come from a benchmark's output)
     allow: list[str] = field(default_factory=list)  # xrtd --allow BACKEND:GLOB (replaces its defaults)
-    tag: str = field(default_factory=lambda: f"xt4-{os.getpid()}-{os.urandom(3).hex()}")
+    tag: str = field(default_factory=lambda: f"xtune-{os.getpid()}-{os.urandom(3).hex()}")
     dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="xtune-svc-")))
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
 

@@ -138,5 +138,5 @@ def _ip(*args: str) -> None:
     subprocess.run(["ip", *args], check=True, capture_output=True)
 
 
-def unique_tag(prefix: str = "xt3") -> str:
+def unique_tag(prefix: str = "xtk") -> str:
     return f"{prefix}-{os.getpid() % 100000}-{int(time.monotonic() * 1000) % 100000}"

@@ -18,7 +18,7 @@ class Xrtd:
     def __init__(self, tmp: Path, *args: str) -> None:
         self.socket = str(tmp / "xrtd.sock")
         self.state_dir = tmp / "state"
-        self.shm = f"xt3-test-{os.getpid()}-{os.urandom(3).hex()}"
+        self.shm = f"xtknobs-test-{os.getpid()}-{os.urandom(3).hex()}"
         self.args = list(args)
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = tmp / "xrtd.log"
