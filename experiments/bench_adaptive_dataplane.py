@@ -110,6 +110,12 @@ NEIGHBOURS = 2
 # can look like a regime whose label is the value in effect: a trap. The guard watches the oldest
 # request's wait: past what the labelled values ever showed in training, the fallback at once.
 WATCH = ["func.dp_round.oldest_age_us.max"]
+# RX_BATCH_SIZE's safe direction: a batch a step too small for the load queues without bound, a step
+# too large makes requests wait a little for it to fill. Ties go to the larger value, and the
+# fallback (the value when the signals cannot be trusted, e.g. the server fell behind) is the label
+# of the heaviest regime. From the landscape: one 1.2 s cell cannot tell a value with a few percent
+# of headroom from one that queues slowly, and labels or a fallback on that edge blew up live.
+PREFER = "larger"
 HOLD = 3
 SERIES_MS = 10  # the tail over time: p99 per 10 ms slice (a 1 ms slice holds too few requests)
 INTERVALS_MS = [1, 5, 10, 50]
@@ -241,7 +247,8 @@ def main() -> None:
     args = ap.parse_args()
     grid = [2, 16] if args.quick else GRID
     reps = 1 if args.quick else args.reps
-    sweep_s = 0.5 if args.quick else 1.2
+    # 2 s per cell: with 1.2 s, labels moved between sweeps by more than the values differ.
+    sweep_s = 0.5 if args.quick else 2.0
     t_start = time.monotonic()
 
     table = analyze(load_spec(SPEC))
@@ -335,6 +342,7 @@ def evaluate(
         tolerance=TOLERANCE,
         neighbours=NEIGHBOURS,
         watch=WATCH,
+        prefer=PREFER,
     )
     res["train_card"] = model.card
     res["decision_us"] = model.card.get("decision_us")

@@ -286,3 +286,20 @@ def test_ewma_features_leave_out_each_cells_warm_up(tmp_path: Path) -> None:
     smooth, _, _ = samples(land, ["ewma(dp.arrivals, 4)"])
     assert len(plain) == 12 * (40 - 2)
     assert len(smooth) == 12 * (40 - 2 - 4)  # the average's first 4 windows stand for one window
+
+
+def test_a_stated_safe_direction_breaks_ties_and_sets_the_fallback(tmp_path: Path) -> None:
+    """With prefer="larger", values within the tolerance go to the larger one (r10: 8 at 1.2x the
+    best ties with 4 under 25 %) and the fallback is the heaviest regime's label; without it the
+    tie goes by measured regret (4)."""
+    write_ladder(tmp_path / "l.xtrec")
+    common = ([tmp_path / "l.xtrec"], [], "batch", "func.serve_batch.latency.p99", "func.serve_batch.calls")
+    plain = train_regimes(*common, tmp_path / "p.json", features=["dp.arrivals"], tolerance=0.25)
+    safe = train_regimes(
+        *common, tmp_path / "s.json", features=["dp.arrivals"], tolerance=0.25, prefer="larger"
+    )
+    assert plain.card["labels_robust"]["r10"] == 4
+    assert safe.card["labels_robust"] == {"r10": 8, "r20": 8, "r24": 8, "r40": 16}
+    assert safe.card["fallback"] == 16 and safe.card["prefer"] == "larger"
+    with pytest.raises(ValueError, match="prefer"):
+        train_regimes(*common, tmp_path / "x.json", features=["dp.arrivals"], prefer="up")

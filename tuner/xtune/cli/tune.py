@@ -172,6 +172,13 @@ def train(
         list[str] | None,
         typer.Option(help="Sweep recordings: a signal the guard watches, outside the tree (repeatable)."),
     ] = None,
+    prefer: Annotated[
+        str | None,
+        typer.Option(
+            help="Sweep recordings: the knob's safe direction, larger or smaller: ties go that way and "
+            "the fallback is that side's extreme label."
+        ),
+    ] = None,
 ) -> None:
     """Train a decision-tree policy from recordings.
 
@@ -197,6 +204,7 @@ def train(
                 tolerance=tolerance,
                 neighbours=neighbours,
                 watch=watch or (),
+                prefer=prefer,
             )
         else:
             model = train_tree(recordings, knob, out, feature or None, max_depth)

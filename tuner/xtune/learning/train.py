@@ -153,6 +153,7 @@ def train_regimes(
     neighbours: int = 0,
     watch: Sequence[str] = (),
     watch_quantile: float = 0.999,
+    prefer: str | None = None,
 ) -> TreeModel:
     """A tree labelled with the measured best value per regime, checked on held-out sweeps.
 
@@ -171,7 +172,14 @@ def train_regimes(
     it does what it should; outside it the policy gives the fallback at once (e.g. a request's
     wait growing past any measured there: the server fell behind, and a load signal counted by the
     server itself then shows its capacity, not the load).
+    `prefer` ("larger" or "smaller") states the knob's safe direction, for knobs where erring one
+    way costs a little and the other way a lot (a batch or buffer a step too small queues without
+    bound; a step too large waits a little): values that tie (within `tolerance`) go to that side,
+    in labels and leaves, and the fallback is the label of that side's extreme regime (e.g. the
+    value for the heaviest load measured) instead of the least worst-case regret.
     """
+    if prefer not in (None, "larger", "smaller"):
+        raise ValueError(f"prefer must be 'larger' or 'smaller', not {prefer!r}")
     from sklearn.ensemble import GradientBoostingClassifier
     from sklearn.tree import DecisionTreeClassifier
 
@@ -192,7 +200,11 @@ def train_regimes(
     values = sorted({land.best(r) for r in land.cells} | {fallback} | common)
     near = _neighbours(rows, regimes, neighbours)
     cost, raw = _robust_costs(land, values, near)
-    label = {r: min(values, key=lambda v: (cost[(r, v)], raw[(r, v)], v)) for r in land.cells}
+    label = {
+        r: min(values, key=lambda v: (cost[(r, v)], _lean(v, prefer, raw[(r, v)]), v)) for r in land.cells
+    }
+    if prefer is not None:
+        fallback = (max if prefer == "larger" else min)(label.values())
     y = [values.index(label[r]) for r in regimes]
     # A leaf holds at least min_leaf_share of the windows: with noisy per-window signals a smaller
     # leaf carves thresholds out of noise, and the live policy flaps across them.
@@ -220,8 +232,9 @@ def train_regimes(
     }
     model = TreeModel.from_sklearn(tree, names, [knob], [[v] for v in values], card)
     card["relabelled_leaves"] = _least_regret_leaves(
-        model, tree.apply(rows), regimes, land, values, (cost, raw)
+        model, tree.apply(rows), regimes, land, values, (cost, raw), prefer
     )
+    card["prefer"] = prefer
     fit = evaluate(model, land)
     card["training_accuracy"], card["training_regret_mean"] = fit["accuracy"], fit["regret_mean"]
     model.guard = {"ranges": ranges, "fallback": _class_of(model, fallback)}
@@ -312,6 +325,16 @@ def _robust_costs(
     return cost, raw
 
 
+def _lean(value: int, prefer: str | None, otherwise: float) -> float:
+    """The tie-break among values of equal cost: toward the safe side when one is stated, else by
+    the measured regret nearby (`otherwise`)."""
+    if prefer == "larger":
+        return -value
+    if prefer == "smaller":
+        return value
+    return otherwise
+
+
 def _least_regret_leaves(
     model: TreeModel,
     leaf_of: Sequence[int],
@@ -319,6 +342,7 @@ def _least_regret_leaves(
     land: Landscape,
     values: Sequence[int],
     costs: tuple[dict[tuple[str, int], float], dict[tuple[str, int], float]],
+    prefer: str | None = None,
 ) -> int:
     """Give each leaf the value with the least total cost (`_robust_costs`) over the training
     windows that reach it; returns how many leaves changed. The classifier's majority vote treats
@@ -334,7 +358,7 @@ def _least_regret_leaves(
     for leaf, per in counts.items():
         total = {v: sum(n * cost[(r, v)] for r, n in per.items()) for v in values}
         tie = {v: sum(n * raw[(r, v)] for r, n in per.items()) for v in values}
-        best = min(total, key=lambda v: (total[v], tie[v], v))
+        best = min(total, key=lambda v: (total[v], _lean(v, prefer, tie[v]), v))
         if math.isfinite(total[best]) and model.nodes[leaf][4] != values.index(best):
             model.nodes[leaf][4] = values.index(best)
             changed += 1
