@@ -7,12 +7,14 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 import requests
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
@@ -69,8 +71,22 @@ def browser() -> Iterator[webdriver.Chrome]:
         b.quit()
 
 
+T = TypeVar("T")
+
+
+def _read(b: webdriver.Chrome, read: Callable[[webdriver.Chrome], T]) -> T:
+    """read(b), again when the page redrew under it: it redraws at every poll, so an element found
+    a moment ago can be gone by the time its text is asked for."""
+    for _ in range(20):
+        try:
+            return read(b)
+        except StaleElementReferenceException:
+            time.sleep(0.05)
+    return read(b)
+
+
 def _text(b: webdriver.Chrome, css: str) -> str:
-    return b.find_element(By.CSS_SELECTOR, css).text
+    return _read(b, lambda d: d.find_element(By.CSS_SELECTOR, css).text)
 
 
 def test_dashboard_shows_the_store_and_updates_live(browser: webdriver.Chrome, tmp_path: Path) -> None:
@@ -98,14 +114,16 @@ def test_dashboard_shows_the_store_and_updates_live(browser: webdriver.Chrome, t
         trials = store.trials(exp)
         best = best_trial(trials, "minimize")
         assert best is not None and best.objective == 4012.25
-        shown = browser.find_element(By.ID, "best-objective")
-        assert float(shown.get_attribute("data-value") or "nan") == best.objective
-        assert shown.text == "4012.3"  # five significant digits
+        value = _read(browser, lambda d: d.find_element(By.ID, "best-objective").get_attribute("data-value"))
+        assert float(value or "nan") == best.objective
+        assert _text(browser, "#best-objective") == "4012.3"  # five significant digits
         assert "trial 2" in _text(browser, "#best-trial")
         assert _text(browser, "#experiment-name") == "dash-bufferbloat"
         assert len(browser.find_elements(By.CSS_SELECTOR, "#trials tbody tr")) == len(trials)
         assert len(browser.find_elements(By.CSS_SELECTOR, "#trials tbody tr.infeasible")) == 1
-        reasons = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#rollbacks td.reason")]
+        reasons = _read(
+            browser, lambda d: [e.text for e in d.find_elements(By.CSS_SELECTOR, "#rollbacks td.reason")]
+        )
         assert reasons == [r.reason for r in store.rollbacks(exp)] == [REASON]
         assert _text(browser, "#rollback-count") == "1"
         assert SLO in _text(browser, "#margins") and "0.03" in _text(browser, "#margins")
@@ -119,7 +137,12 @@ def test_dashboard_shows_the_store_and_updates_live(browser: webdriver.Chrome, t
         better = {"rcv_buf_max": 98304, "snd_buf_max": 8192}
         store.add_trial(exp, StoredTrial(3, "bo", better, "completed", 3950.0, 10.0, {}), t, t + 1)
         wait.until(lambda b: _text(b, "#trial-count") == "4")
-        wait.until(lambda b: b.find_element(By.ID, "best-objective").get_attribute("data-value") == "3950")
+        wait.until(
+            lambda b: (
+                _read(b, lambda d: d.find_element(By.ID, "best-objective").get_attribute("data-value"))
+                == "3950"
+            )
+        )
         assert "trial 3" in _text(browser, "#best-trial")
         assert browser.execute_script("return window.__sameLoad;") == 42
     finally:
