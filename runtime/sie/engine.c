@@ -64,8 +64,11 @@ int sie_find_bias(pid_t pid, uint64_t load_vaddr, uint64_t *bias, char err[SIE_E
 	return -1;
 }
 
-/* A free, page-aligned address within NEAR_DISTANCE below (or above) `near`. */
-static uint64_t find_gap(pid_t pid, uint64_t near, uint64_t size)
+/*
+ * A free, page-aligned address within NEAR_DISTANCE below (or above) `near`: the one after
+ * `skip` others (those refused by the target's mmap).
+ */
+static uint64_t find_gap(pid_t pid, uint64_t near, uint64_t size, int skip)
 {
 	uint64_t starts[4096], ends[4096], cand;
 	char path[64], line[512];
@@ -88,7 +91,7 @@ static uint64_t find_gap(pid_t pid, uint64_t near, uint64_t size)
 			for (int i = 0; i < n && ok; i++)
 				if (cand < ends[i] && cand + size > starts[i])
 					ok = 0;
-			if (ok)
+			if (ok && skip-- == 0)
 				return cand;
 		}
 	}
@@ -121,46 +124,81 @@ static int in_ranges(const struct sie_plan *p, uint64_t bias, uint64_t a, const 
 }
 
 /*
- * Mark the threads inside a safe span (their pc, or a return address found by scanning their
- * stack) or inside a trampoline; returns how many. The stack scan is conservative: a stale word
- * only causes a retry.
+ * A pc or stack word in the kernel's [uprobes] page: a uretprobe replaced a return address there
+ * and the kernel keeps the real one. When a safe span holds a return address (a call inside it),
+ * the hidden one may be it, and the thread counts as busy until it has returned.
  */
+static int hidden_return(const struct target *t, const struct sie_plan *p, uint64_t a)
+{
+	return p->returns_in_safe != 0 && a >= t->uprobes_lo && a < t->uprobes_hi;
+}
+
+static int in_trampolines(const struct sie_state *s, uint64_t a)
+{
+	return a >= s->tramp_addr && a < s->tramp_addr + s->tramp_size;
+}
+
+/*
+ * Why thread i counts as inside a safe span (its pc, or a return address found by scanning its
+ * stack), a trampoline, or a uretprobe that may hide one; 0 when it does not. The stack scan is
+ * conservative: a stale word only causes a retry.
+ */
+static int thread_busy(struct target *t, int i, const struct sie_plan *p, const struct sie_state *s,
+		       char *why, size_t whylen)
+{
+	static uint64_t stack[STACK_SCAN / 8];
+	int tid = t->threads[i].tid;
+	struct user_regs_struct r;
+	const char *name = "(trampoline)";
+	size_t got;
+
+	if (target_regs(t, i, &r))
+		return 0;
+	if (hidden_return(t, p, r.rip)) {
+		snprintf(why, whylen,
+			 "thread %d is at %#llx, in the kernel's uretprobe trampoline (where it "
+			 "returns to is out of sight)",
+			 tid, r.rip);
+		return 1;
+	}
+	if (in_ranges(p, s->bias, r.rip, &name) || in_trampolines(s, r.rip)) {
+		snprintf(why, whylen, "thread %d is at %#llx, inside a safe span of %s", tid, r.rip,
+			 name);
+		return 1;
+	}
+	for (got = STACK_SCAN; got >= 4096; got /= 2)
+		if (!target_read(t, r.rsp & ~7ull, stack, got))
+			break;
+	for (size_t k = 0; got >= 4096 && k < got / 8; k++) {
+		if (hidden_return(t, p, stack[k])) {
+			snprintf(
+				why, whylen,
+				"thread %d returns through the kernel's uretprobe trampoline (%#lx "
+				"on its stack): the return address it stands for is out of sight",
+				tid, stack[k]);
+			return 1;
+		}
+		if (in_ranges(p, s->bias, stack[k], &name) || in_trampolines(s, stack[k])) {
+			snprintf(why, whylen,
+				 "thread %d has a return address %#lx in a safe span of %s", tid,
+				 stack[k], name);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Mark the threads thread_busy finds; returns how many (`why` tells of the last one). */
 static int busy(struct target *t, const struct sie_plan *p, const struct sie_state *s, char *why,
 		size_t whylen)
 {
-	static uint64_t stack[STACK_SCAN / 8];
 	int n = 0;
 
 	for (int i = 0; i < t->nthreads; i++) {
 		struct thread *th = &t->threads[i];
-		struct user_regs_struct r;
-		const char *name = "";
-		size_t got;
 
-		th->busy = 0;
-		if (th->gone || target_regs(t, i, &r))
-			continue;
-		if (in_ranges(p, s->bias, r.rip, &name) ||
-		    (r.rip >= s->tramp_addr && r.rip < s->tramp_addr + s->tramp_size)) {
-			snprintf(why, whylen, "thread %d is at %#llx, inside a safe span of %s",
-				 th->tid, r.rip, name[0] ? name : "(trampoline)");
-			th->busy = 1;
-			n++;
-			continue;
-		}
-		for (got = STACK_SCAN; got >= 4096; got /= 2)
-			if (!target_read(t, r.rsp & ~7ull, stack, got))
-				break;
-		for (size_t k = 0; got >= 4096 && k < got / 8 && !th->busy; k++)
-			if (in_ranges(p, s->bias, stack[k], &name) ||
-			    (stack[k] >= s->tramp_addr &&
-			     stack[k] < s->tramp_addr + s->tramp_size && (name = "(trampoline)"))) {
-				snprintf(why, whylen,
-					 "thread %d has a return address %#lx in a safe span of %s",
-					 th->tid, stack[k], name);
-				th->busy = 1;
-				n++;
-			}
+		th->busy = !th->gone && thread_busy(t, i, p, s, why, whylen);
+		n += th->busy;
 	}
 	return n;
 }
@@ -200,6 +238,7 @@ int sie_quiesce(struct target *t, const struct sie_plan *p, const struct sie_sta
 	unsigned int tries = 0;
 
 	rewind_traps(t, p);
+	target_find_uprobes(t);
 	while (busy(t, p, s, why, sizeof(why))) {
 		if (now_ms() >= deadline) {
 			snprintf(
@@ -216,6 +255,7 @@ int sie_quiesce(struct target *t, const struct sie_plan *p, const struct sie_sta
 		if (target_stop(t, 1, err))
 			return -1;
 		rewind_traps(t, p);
+		target_find_uprobes(t); /* the page appears at a process's first uprobe hit */
 		tries++;
 	}
 	return 0;
@@ -236,10 +276,25 @@ static int check_bytes(struct target *t, const struct sie_plan *p, uint64_t bias
 		}
 		if (want_orig && memcmp(live, sp->expected, (size_t)sp->len)) {
 			char a[64] = "", b[64] = "";
+			int trap = -1;
 
 			for (int k = 0; k < sp->len && k < 12; k++) {
 				sprintf(a + 2 * k, "%02x", live[k]);
 				sprintf(b + 2 * k, "%02x", sp->expected[k]);
+			}
+			for (int k = 0; k < sp->len && trap < 0; k++)
+				if (live[k] != sp->expected[k])
+					trap = live[k] == 0xcc ? k : sp->len;
+			if (trap >= 0 && trap < sp->len) {
+				snprintf(err, SIE_ERR_LEN,
+					 "refused: span of %s at vaddr %#lx has a breakpoint "
+					 "(int3) at "
+					 "+%d, where the scope table has %02x: a uprobe or a "
+					 "debugger is "
+					 "on this code; detach it (or probe another instruction) "
+					 "and retry",
+					 sp->name, sp->vaddr, trap, sp->expected[trap]);
+				return -1;
 			}
 			snprintf(err, SIE_ERR_LEN,
 				 "refused: span of %s at vaddr %#lx: live bytes %s differ from the "
@@ -388,9 +443,11 @@ static int map_trampolines(struct target *t, const struct sie_plan *p, struct si
 	long addr;
 
 	for (int attempt = 0; attempt < 8; attempt++) {
-		cand = find_gap(t->pid, p->spans[0].vaddr + s->bias, size);
-		if (!cand)
+		cand = find_gap(t->pid, p->spans[0].vaddr + s->bias, size, attempt);
+		if (!cand) {
+			snprintf(err, SIE_ERR_LEN, "its memory map has no gap there");
 			break;
+		}
 		addr = target_syscall(t, SYS_mmap, (long)cand, (long)size, PROT_READ | PROT_EXEC,
 				      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0,
 				      err);
@@ -401,9 +458,18 @@ static int map_trampolines(struct target *t, const struct sie_plan *p, struct si
 		}
 		if (addr > 0)
 			target_syscall(t, SYS_munmap, addr, (long)size, 0, 0, 0, 0, err);
+		else if (addr != -EEXIST)
+			break; /* not a race with another mapping: err says what */
 	}
-	snprintf(err, SIE_ERR_LEN,
-		 "pid %d: no free address within 1 GiB of the text for trampolines", t->pid);
+	{
+		char why[SIE_ERR_LEN];
+
+		snprintf(why, sizeof(why), "%s", err);
+		snprintf(
+			err, SIE_ERR_LEN,
+			"pid %d: no free address within 1 GiB of the text for trampolines (%.160s)",
+			t->pid, why);
+	}
 	return -1;
 }
 
@@ -430,6 +496,8 @@ int sie_arm_stopped(struct target *t, struct sie_plan *p, const struct sie_opts 
 	int i;
 
 	s->start_time = t->start_time;
+	/* System calls run at the first span, whose bytes check_bytes finds original first. */
+	t->syscall_site = p->spans[0].vaddr + s->bias;
 	if (sie_check_identity(t->pid, p, err) || check_bytes(t, p, s->bias, 1, err) ||
 	    (!p->own_values && map_knobs(t, p, s, err)) || map_trampolines(t, p, s, err) ||
 	    spans_reachable(p, s, err) || (p->own_values && init_values(t, p, s, err)))
@@ -485,6 +553,7 @@ int sie_disarm_stopped(struct target *t, struct sie_plan *p, const struct sie_op
 	uint8_t live[SIE_MAX_BYTES], patch[SIE_MAX_BYTES];
 
 	build_page(p, s, scratch); /* recomputes each span's live and trampoline addresses */
+	t->syscall_site = p->spans[0].live; /* checked below to hold our patch or the original */
 	if (sie_quiesce(t, p, s, o, err))
 		return -1;
 	for (int i = 0; i < p->nspans; i++) {

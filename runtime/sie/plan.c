@@ -2,7 +2,8 @@
 /*
  * Plan and state files: one record per line, space-separated, hex for bytes and addresses.
  * Plan lines: "knobs PATH SIZE", "load_vaddr VADDR", "binary BUILD_ID SHA256",
- * "const NAME ORIGINAL [MIN MAX MULTIPLE_OF POW2]" (MIN/MAX "-" when not validated), "span ...".
+ * "const NAME ORIGINAL [MIN MAX MULTIPLE_OF POW2]" (MIN/MAX "-" when not validated), "span ...",
+ * "returns_in_safe N" (how many return addresses lie inside the safe spans; unknown if absent).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -152,6 +153,7 @@ int sie_plan_read(const char *path, struct sie_plan *p, char err[SIE_ERR_LEN])
 	FILE *f = fopen(path, "r");
 
 	memset(p, 0, sizeof(*p));
+	p->returns_in_safe = -1;
 	if (!f) {
 		snprintf(err, SIE_ERR_LEN, "plan %s: %s", path, strerror(errno));
 		return -1;
@@ -168,6 +170,10 @@ int sie_plan_read(const char *path, struct sie_plan *p, char err[SIE_ERR_LEN])
 				goto bad;
 			if (!strcmp(p->build_id, "-"))
 				p->build_id[0] = 0;
+		} else if (!strncmp(line, "returns_in_safe ", 16)) {
+			if (sscanf(line, "returns_in_safe %d", &p->returns_in_safe) != 1 ||
+			    p->returns_in_safe < 0)
+				goto bad;
 		} else if (!strncmp(line, "const ", 6)) {
 			if (p->nconsts == SIE_MAX_CONSTS ||
 			    parse_const(line, &p->consts[p->nconsts]))

@@ -74,6 +74,11 @@ struct sie_plan {
 	 * `applied`.
 	 */
 	int own_values;
+	/*
+	 * Return addresses inside the safe spans (after a call there): a uretprobe that hides one
+	 * may hide a thread inside a safe span. -1 when the plan does not say (treated as some).
+	 */
+	int returns_in_safe;
 };
 
 struct sie_state {

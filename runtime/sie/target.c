@@ -156,6 +156,23 @@ void target_unknown_stop(struct target *t, pid_t tid)
 		ptrace(PTRACE_CONT, tid, 0, 0);
 }
 
+void target_find_uprobes(struct target *t)
+{
+	char path[64], line[512];
+	FILE *f;
+
+	t->uprobes_lo = t->uprobes_hi = 0;
+	snprintf(path, sizeof(path), "/proc/%d/maps", t->pid);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, "[uprobes]") &&
+		    sscanf(line, "%lx-%lx", &t->uprobes_lo, &t->uprobes_hi) == 2)
+			break;
+	fclose(f);
+}
+
 unsigned long long target_start_time(pid_t pid)
 {
 	char path[64], buf[1024], *p;
@@ -308,6 +325,7 @@ long target_syscall(struct target *t, long nr, long a1, long a2, long a3, long a
 	struct user_regs_struct saved, r;
 	uint8_t orig[sizeof(code)];
 	struct thread *th = NULL;
+	uint64_t site;
 	long ret;
 	int st;
 
@@ -318,12 +336,14 @@ long target_syscall(struct target *t, long nr, long a1, long a2, long a3, long a
 		snprintf(err, SIE_ERR_LEN, "pid %d: no thread to run a system call", t->pid);
 		return -ESRCH;
 	}
-	if (target_read(t, saved.rip, orig, sizeof(orig)) ||
-	    target_write(t, saved.rip, code, sizeof(code))) {
-		snprintf(err, SIE_ERR_LEN, "pid %d: cannot write at %#llx", t->pid, saved.rip);
+	site = t->syscall_site ? t->syscall_site : saved.rip;
+	if (target_read(t, site, orig, sizeof(orig)) || target_write(t, site, code, sizeof(code))) {
+		snprintf(err, SIE_ERR_LEN, "pid %d: cannot write at %#lx to run a system call",
+			 t->pid, site);
 		return -EFAULT;
 	}
 	r = saved;
+	r.rip = site;
 	r.rax = nr;
 	r.orig_rax = -1; /* not inside a system call: no restart logic on resume */
 	r.rdi = a1;
@@ -341,8 +361,9 @@ long target_syscall(struct target *t, long nr, long a1, long a2, long a3, long a
 					 t->pid);
 				return -ESRCH;
 			}
-			if (WIFSTOPPED(st) && WSTOPSIG(st) == SIGTRAP)
-				break;
+			if (WIFSTOPPED(st) && st >> 16 == 0 && WSTOPSIG(st) == SIGTRAP)
+				break; /* our int3 (an event stop is not: the call may not have run)
+					*/
 			if (WIFSTOPPED(st) &&
 			    st >> 16 == 0) /* a signal: keep it, let the call run */
 				th->pending_sig = WSTOPSIG(st);
@@ -351,7 +372,7 @@ long target_syscall(struct target *t, long nr, long a1, long a2, long a3, long a
 		if (!ptrace(PTRACE_GETREGS, th->tid, 0, &r))
 			ret = (long)r.rax;
 	}
-	target_write(t, saved.rip, orig, sizeof(orig));
+	target_write(t, site, orig, sizeof(orig));
 	ptrace(PTRACE_SETREGS, th->tid, 0, &saved);
 	if (ret < 0 && ret > -4096)
 		snprintf(err, SIE_ERR_LEN, "system call %ld in pid %d: %s", nr, t->pid,

@@ -31,6 +31,17 @@ struct target {
 	const struct sie_plan *plan; /* spans restored in fork children (set once armed) */
 	pid_t held[16];		     /* fork children whose stop came before their parent's event */
 	int nheld;
+	/*
+	 * Where system calls are injected: 3 bytes of the target's own text (a span's first bytes,
+	 * set by the engine). A thread's pc may be in a page ptrace cannot write, e.g. the kernel's
+	 * uretprobe trampoline.
+	 */
+	uint64_t syscall_site;
+	/*
+	 * The kernel's [uprobes] page (0, 0 when absent). A function under a uretprobe returns
+	 * through it: the real return address is held by the kernel, out of the stack scan's sight.
+	 */
+	uint64_t uprobes_lo, uprobes_hi;
 };
 
 /* Seize and stop every thread (including ones created meanwhile, followed through clone). */
@@ -47,6 +58,8 @@ void target_detach(struct target *t);
 void target_event(struct target *t, pid_t tid, int status);
 /* A stop of a task we do not know: a new thread is added, a fork child is held for its event. */
 void target_unknown_stop(struct target *t, pid_t tid);
+/* Read the range of the kernel's [uprobes] page into t (it appears at the first uprobe hit). */
+void target_find_uprobes(struct target *t);
 /* The start time of `pid` (0 if gone), to refuse acting on a reused pid. */
 unsigned long long target_start_time(pid_t pid);
 
@@ -54,7 +67,10 @@ int target_read(struct target *t, uint64_t addr, void *buf, size_t len);
 int target_write(struct target *t, uint64_t addr, const void *buf, size_t len);
 int target_regs(struct target *t, int i, struct user_regs_struct *r);
 
-/* A system call in the first live thread; returns the kernel's result (-errno on failure). */
+/*
+ * A system call in the first live thread, run at t->syscall_site (or the thread's pc when unset);
+ * returns the kernel's result (-errno on failure).
+ */
 long target_syscall(struct target *t, long nr, long a1, long a2, long a3, long a4, long a5, long a6,
 		    char err[SIE_ERR_LEN]);
 

@@ -246,6 +246,12 @@ def _span(  # type: ignore[no-untyped-def]
     if escapes and not persistent:
         raise Escape(reason.removesuffix(": whole function"))
     raw = b"".join(i.raw for i in insns[where.first : where.last + 1])
+    # Where a call inside the safe span (or the span, whose code runs from the trampoline) returns.
+    returns = sorted(
+        i.off + i.size
+        for i in insns
+        if i.is_call and (start <= i.off < end or any(s <= i.off + i.size < e for s, e in ranges))
+    )
     return Span(
         function=d.name,
         section=section,
@@ -263,4 +269,5 @@ def _span(  # type: ignore[no-untyped-def]
         relocs=relocs,
         safe=[SafeRange(s, e) for s, e in ranges],
         safe_reason=reason,
+        return_points=returns,
     )

@@ -41,9 +41,11 @@ def plan_text(table: ScopeTable, slots: dict[str, int], knobs_path: str, int3: b
     lines = [f"knobs {knobs_path} {TABLE_SIZE:x}", f"load_vaddr {table.binary.load_vaddr:x}"]
     if table.binary.build_id:
         lines.append(f"binary {table.binary.build_id} {table.binary.sha256}")
-    for c in table.consts:
-        if c.name not in slots:
-            continue
+    chosen = [c for c in table.consts if c.name in slots]
+    returns = [s.return_points for c in chosen for s in c.spans]
+    if all(r is not None for r in returns):  # else the engine assumes some
+        lines.append(f"returns_in_safe {sum(len(r or []) for r in returns)}")
+    for c in chosen:
         lines.append(f"const {c.name} {c.values[0]} {_bounds(c)}")
         for s in c.spans:
             relocs = " ".join(

@@ -116,6 +116,10 @@ class Span:
     # Spans of one constant that can run within one activation share a group: a transition keeps
     # the value of a group fixed for a thread inside any of its safe spans (one group per function).
     group: int = 0
+    # Function-relative return addresses inside the safe span (after calls there; None: not
+    # known). A uretprobe hides a return address from the engine's stack scan: with none of
+    # these, what it hides cannot be inside the safe span.
+    return_points: list[int] | None = None
 
     @property
     def vaddr(self) -> int:
@@ -368,7 +372,19 @@ def _parse_span(d: Any, w: str) -> Span:
         safe_reason=d["safe_reason"],
         exits=list(exits),
         group=_optional_int(d, "group", w, 0, 0),
+        return_points=_return_points(d, w),
     )
+
+
+def _return_points(d: dict[str, Any], w: str) -> list[int] | None:
+    v = d.get("return_points")
+    if v is None:
+        return None
+    if not isinstance(v, list) or not all(
+        isinstance(e, int) and not isinstance(e, bool) and e >= 0 for e in v
+    ):
+        raise ScopeError(f"{w}.return_points: expected offsets (non-negative integers) or null")
+    return list(v)
 
 
 def _parse_const(d: Any, w: str) -> PerfConst:
