@@ -89,12 +89,14 @@ OBJECTIVE = "func.dp_round.oldest_age_us.max"
 # bound alone and became the label of most heavy regimes.
 THROUGHPUT = "func.dp_round.active_flows.mean * func.dp_round.rate"  # payloads delivered per second
 # Requests taken per second: the arrival rate, which does not move with the value in effect (so
-# the tree's choice does not feed back into its input), smoothed over about 12 windows (a Poisson
-# count of 20 in one 1 ms window is 20 ± 4.5: one window cannot tell 20k from 30k req/s). Flows
-# active in a round are left out: a round takes at most RX_BATCH_SIZE requests, so they follow
-# the value in effect.
+# the tree's choice does not feed back into its input). Flows active in a round are left out: a
+# round takes at most RX_BATCH_SIZE requests, so they follow the value in effect. A Poisson count
+# of 20 in one 1 ms window is 20 ± 4.5, so one window cannot tell 20k from 30k req/s: the feature
+# is an envelope, the larger of a 2-window and a 12-window average. It follows a rise within 2-3
+# windows (at 34k req/s each millisecond at a value too small leaves a backlog that takes tens of
+# milliseconds to drain) and a fall over about 12, and the policy moves to a larger value at once.
 ARRIVALS = "func.dp_round.taken.mean * func.dp_round.rate"
-FEATURES = [f"ewma({ARRIVALS}, 12)"]
+FEATURES = [f"max(ewma({ARRIVALS}, 2), ewma({ARRIVALS}, 12))"]
 # A cell is judged by the 90th percentile over its windows of the oldest request's wait: a value
 # near its capacity queues now and then, which a mean hides; the p99 of 1 ms windows in 1.2 s cells
 # rests on a dozen windows and ranked the values differently from one sweep to the next.

@@ -102,3 +102,21 @@ def test_feature_reader_ewma_smooths_over_windows() -> None:
     assert again({"f.calls": 1.0}) == [1.0]  # each reader keeps its own average
     with pytest.raises(expr.ExprError, match="at least 1"):
         expr.FeatureReader(["ewma(a, 0)"])
+
+
+def test_feature_reader_ewma_inside_an_expression() -> None:
+    """A fast-rise, slow-fall envelope: the max of a 2-window and a 12-window average."""
+    read = expr.FeatureReader(["max(ewma(f.a * f.b, 2), ewma(f.a * f.b, 12))", "ewma(ewma(f.a, 2), 3)"])
+    assert read.warmup == 12
+    assert read({"f.a": 1, "f.b": 3}) == [3, 1]
+    rise = read({"f.a": 10, "f.b": 3})
+    assert rise[0] == pytest.approx(3 + 2 / 3 * 27)  # the fast average leads on the way up
+    assert rise[1] == pytest.approx(1 + 0.5 * (2 / 3 * 9))
+    fast, slow = rise[0], 3 + 2 / 13 * 27
+    for _ in range(3):
+        fall = read({"f.a": 1, "f.b": 3})
+        fast, slow = fast + 2 / 3 * (3 - fast), slow + 2 / 13 * (3 - slow)
+    assert fast < slow and fall[0] == pytest.approx(slow)  # the slow one holds on the way down
+    for bad, why in (("ewma(a", "unbalanced"), ("ewma(a)", "expected ewma"), ("max(ewma(a, 2)", "ewma__K")):
+        with pytest.raises(expr.ExprError, match=why):
+            expr.FeatureReader([bad])

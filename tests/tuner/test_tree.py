@@ -7,6 +7,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from conftest import Lab
 from xtune.config import load_text
 from xtune.knobs.actuator import Actuator
@@ -156,3 +157,18 @@ def test_tree_features_may_be_expressions() -> None:
     assert policy.decide({"f.taken.mean": 8.0, "f.calls": 4.0}) == {"k": 16}
     assert policy.inputs == [32.0]
     assert policy.decide({}) == {"k": 2}
+
+
+def test_a_safe_direction_moves_that_way_at_once_and_back_after_hold() -> None:
+    """prefer=larger in the card: a larger value takes effect in the window that chose it, a
+    smaller one only after `hold` windows in a row; without a direction both wait."""
+    nodes = [[0, 20.0, 1, 2, 0], [-1, 0.0, -1, -1, 0], [-1, 0.0, -1, -1, 1]]
+    low, high = {"load": 10.0}, {"load": 30.0}
+    safe = TreePolicy(TreeModel(["load"], ["k"], [[2], [16]], nodes, {"prefer": "larger"}, None), hold=3)
+    assert [safe.decide(x)["k"] for x in (low, high)] == [2, 16]
+    assert safe.reason == "tree, toward the safe side at once"
+    assert [safe.decide(x)["k"] for x in (low, low, low)] == [16, 16, 2]
+    plain = TreePolicy(TreeModel(["load"], ["k"], [[2], [16]], nodes, {}, None), hold=3)
+    assert [plain.decide(x)["k"] for x in (low, high, high, high)] == [2, 2, 2, 16]
+    with pytest.raises(ValueError, match="prefer must be"):
+        TreePolicy(TreeModel(["load"], ["k"], [[2], [16]], nodes, {"prefer": "up"}, None))

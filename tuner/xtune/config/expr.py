@@ -27,7 +27,7 @@ FUNCTIONS: dict[str, tuple[int, Callable[..., float]]] = {
 }
 COMPARATORS = ("<=", ">=", "<", ">")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*")
-_EWMA = re.compile(r"ewma\((.+),\s*(-?\d+)\s*\)")
+_EWMA = re.compile(r"ewma\s*\((.+),\s*(-?\d+)\s*\)", re.S)
 
 _TOKEN = re.compile(
     r"\s*(?:(?P<num>\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)"
@@ -279,36 +279,69 @@ def is_name(text: str) -> bool:
 
 class FeatureReader:
     """From one window's signals to a feature vector, one entry per text: a signal name, an
-    expression over signals (e.g. `f.taken.mean * f.rate`, a per-second rate) or `ewma(EXPR, N)`:
-    EXPR smoothed over the windows read so far (exponential moving average with the weight of an
-    N-window mean, 2 / (N + 1)), for a rate too noisy in one short window. An absent signal reads
-    as 0, as it does for a policy. A reader keeps the averages: use one per sequence of consecutive
-    windows. `warmup` is the largest N (0 without ewma): the windows an average needs before it
-    stands for the sequence rather than for its first window."""
+    expression over signals (e.g. `f.taken.mean * f.rate`, a per-second rate), with `ewma(EXPR, N)`
+    anywhere in it: EXPR smoothed over the windows read so far (exponential moving average with
+    the weight of an N-window mean, 2 / (N + 1)), for a rate too noisy in one short window; e.g.
+    `max(ewma(r, 2), ewma(r, 12))` follows a rise of r within windows and a fall over a dozen. An
+    absent signal reads as 0, as it does for a policy. A reader keeps the averages: use one per
+    sequence of consecutive windows. `warmup` is the largest N (0 without ewma): the windows an
+    average needs before it stands for the sequence rather than for its first window."""
 
     def __init__(self, texts: Sequence[str]) -> None:
-        self._parts: list[tuple[str, Node | None, float]] = []
+        # Each ewma is a named slot `ewma__K`, filled before the expression around it is read.
+        self._ewmas: list[tuple[str, Node | None, float]] = []
+        self._parts: list[tuple[str, Node | None]] = []
         for text in texts:
-            m = _EWMA.fullmatch(text.strip())
-            inner = m.group(1) if m else text
-            n = int(m.group(2)) if m else 0
-            if m and n < 1:
-                raise ExprError(f"{text!r}: ewma needs a window count of at least 1")
-            node = None if _NAME.fullmatch(inner) else parse(inner)
-            self._parts.append((inner, node, 2.0 / (n + 1) if m else 0.0))
-        self._state: list[float | None] = [None] * len(self._parts)
-        self.warmup = max((int(round(2.0 / a - 1)) for _, _, a in self._parts if a), default=0)
+            outer = self._take_ewmas(text.strip())
+            try:
+                self._parts.append((outer, None if _NAME.fullmatch(outer) else parse(outer)))
+            except ExprError as e:
+                raise ExprError(f"{text!r}: {e} (each ewma(...) read as one name `ewma__K`)") from e
+        self._state: list[float | None] = [None] * len(self._ewmas)
+        self.warmup = max((int(round(2.0 / a - 1)) for _, _, a in self._ewmas), default=0)
+
+    def _take_ewmas(self, text: str) -> str:
+        """`text` with each `ewma(EXPR, N)` (innermost first) replaced by its slot's name."""
+        while (start := _ewma_start(text)) >= 0:
+            depth, end = 0, -1
+            for i in range(start + 4, len(text)):
+                depth += {"(": 1, ")": -1}.get(text[i], 0)
+                if depth == 0:
+                    end = i
+                    break
+            if end < 0:
+                raise ExprError(f"{text!r}: unbalanced parentheses after ewma")
+            m = _EWMA.fullmatch(text[start : end + 1])
+            if not m:
+                raise ExprError(f"{text[start : end + 1]!r}: expected ewma(EXPR, N)")
+            inner, n = m.group(1).strip(), int(m.group(2))
+            if n < 1:
+                raise ExprError(f"{text[start : end + 1]!r}: ewma needs a window count of at least 1")
+            if _ewma_start(inner) >= 0:
+                inner = self._take_ewmas(inner)
+            slot = f"ewma__{len(self._ewmas)}"
+            self._ewmas.append((inner, None if _NAME.fullmatch(inner) else parse(inner), 2.0 / (n + 1)))
+            text = text[:start] + slot + text[end + 1 :]
+        return text
 
     def __call__(self, values: Mapping[str, float]) -> list[float]:
-        out = []
-        for i, (name, node, alpha) in enumerate(self._parts):
-            x = values.get(name, 0.0) if node is None else _finite_or_zero(node, values)
-            if alpha:
+        if self._ewmas:
+            values = dict(values)
+            for i, (name, node, alpha) in enumerate(self._ewmas):
+                x = values.get(name, 0.0) if node is None else _finite_or_zero(node, values)
                 prev = self._state[i]
                 x = x if prev is None else prev + alpha * (x - prev)
-                self._state[i] = x
-            out.append(x)
-        return out
+                self._state[i] = values[f"ewma__{i}"] = x
+        return [
+            values.get(name, 0.0) if node is None else _finite_or_zero(node, values)
+            for name, node in self._parts
+        ]
+
+
+def _ewma_start(text: str) -> int:
+    """Where the first `ewma(` call begins in `text` (as a whole word), or -1."""
+    m = re.search(r"(?<![A-Za-z0-9_.])ewma\s*\(", text)
+    return m.start() if m else -1
 
 
 def _finite_or_zero(node: Node, values: Mapping[str, float]) -> float:

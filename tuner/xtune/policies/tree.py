@@ -172,6 +172,10 @@ class TreePolicy:
     been back in range for `hold` windows that have them: a server that fell behind shows low load
     signals while it catches up (windows with no call have none), and returning to the tree's
     choice in those windows puts it behind again.
+
+    A model trained with a safe direction (card `prefer`: "larger" or "smaller") moves that way at
+    once and waits out `hold` only to move back: a value a step on the unsafe side queues without
+    bound under rising load, one a step on the safe side costs a little while the load falls.
     """
 
     name = "tree"
@@ -190,6 +194,10 @@ class TreePolicy:
         self._watch = [
             (w["signal"], float(w["range"][0]), float(w["range"][1])) for w in (guard or {}).get("watch", [])
         ]
+        prefer = model.card.get("prefer")
+        if prefer not in (None, "larger", "smaller"):
+            raise ValueError(f"model card: prefer must be larger or smaller, not {prefer!r}")
+        self._sign = {"larger": 1, "smaller": -1}.get(prefer or "", 0)
         self.state = state if state is not None else PolicyState()
         self.inputs: list[float] = []  # the feature vector of the last decision
         self.reason = ""
@@ -238,6 +246,13 @@ class TreePolicy:
             return ""
         return f"watched signals back in range {st.clear} of {self.hold} windows: fallback holds"
 
+    def _safer(self, a: int, b: int) -> bool:
+        """Whether class a lies on the model's safe side of class b (every knob, one at least)."""
+        if not self._sign:
+            return False
+        pairs = list(zip(self.model.classes[a], self.model.classes[b], strict=True))
+        return all(self._sign * (x - y) >= 0 for x, y in pairs) and any(x != y for x, y in pairs)
+
     def decide(self, values: Mapping[str, float], empty: Container[str] = ()) -> dict[str, int]:
         """Knob values for the signals of one window (absent signals read as 0); `empty` names the
         signals with no event in the window (a frame's `empty`), which a watch does not judge."""
@@ -253,6 +268,9 @@ class TreePolicy:
         st.windows += 1
         if st.current is None or chosen == st.current or self.hold == 1 or st.out_of_range:
             self.reason = (watched or "out of training range: fallback") if st.out_of_range else "tree"
+            st.current, st.candidate, st.streak = chosen, None, 0
+        elif self._safer(chosen, st.current):
+            self.reason = "tree, toward the safe side at once"
             st.current, st.candidate, st.streak = chosen, None, 0
         elif chosen == st.candidate:
             st.streak += 1
