@@ -8,6 +8,7 @@ are known exactly; the live loop's own recording is replayed in test_tree.py.
 from __future__ import annotations
 
 import random
+import warnings
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ SIGNALS = [
     SignalInfo(1, "dp.active_flows", "flows", "gauge", "test"),
     SignalInfo(2, "dp.arrivals", "requests", "counter", "test"),
     SignalInfo(3, "func.serve_batch.latency.p99", "us", "quantile", "test"),
-    SignalInfo(4, "func.serve_batch.calls", "calls", "counter", "test"),
+    SignalInfo(4, "func.serve_batch.rate", "calls/s", "gauge", "test"),
 ]
 # regime -> (flows, arrivals, {value: (p99 us, throughput)}): few flows want small batches, many
 # flows large ones; in "many", 8 has the lowest p99 but loses 20 % throughput, so 64 is the label.
@@ -62,7 +63,7 @@ def trained(tmp_path: Path) -> TreeModel:
         [tmp_path / "heldout.xtrec"],
         "batch",
         "func.serve_batch.latency.p99",
-        "func.serve_batch.calls",
+        "func.serve_batch.rate",
         tmp_path / "model.json",
         features=["dp.active_flows", "dp.arrivals"],
     )
@@ -71,7 +72,7 @@ def trained(tmp_path: Path) -> TreeModel:
 def test_labels_are_the_measured_best_within_the_throughput_bound(tmp_path: Path) -> None:
     write_sweep(tmp_path / "s.xtrec", 1, ["few", "many"])
     land = read_landscape(
-        [tmp_path / "s.xtrec"], "batch", "func.serve_batch.latency.p99", "func.serve_batch.calls"
+        [tmp_path / "s.xtrec"], "batch", "func.serve_batch.latency.p99", "func.serve_batch.rate"
     )
     assert land.best("few") == 8
     assert land.best("many") == 64  # 8 is faster there but serves only 80 % of the best throughput
@@ -95,7 +96,7 @@ def test_windows_without_the_throughput_signal_count_as_zero(tmp_path: Path) -> 
                 seq += 1
                 items = [(3, 0, p99), (4, 0, tput)] if i % every == 0 else [(3, 0, p99)]
                 rec.append_frame(encode_frame(seq, seq * 1_000_000, (seq + 1) * 1_000_000, items))
-    land = read_landscape([path], "batch", "func.serve_batch.latency.p99", "func.serve_batch.calls")
+    land = read_landscape([path], "batch", "func.serve_batch.latency.p99", "func.serve_batch.rate")
     assert land.outcome("r", 256)[1] == pytest.approx(75.0)  # 150 in half the windows, 0 in the rest
     assert land.best("r") == 8  # 256 has the lower p99 but only 75 % of the throughput
 
@@ -204,7 +205,7 @@ def write_ladder(path: Path, windows: int = 40) -> None:
 
 def test_tolerance_breaks_near_ties_by_worst_case_regret(tmp_path: Path) -> None:
     write_ladder(tmp_path / "l.xtrec")
-    args = ([tmp_path / "l.xtrec"], "batch", "func.serve_batch.latency.p99", "func.serve_batch.calls")
+    args = ([tmp_path / "l.xtrec"], "batch", "func.serve_batch.latency.p99", "func.serve_batch.rate")
     assert read_landscape(*args).best("r20") == 4  # lowest p99, by 4 %
     tolerant = read_landscape(*args, tolerance=0.1)
     # 4 and 8 tie within 10 %; 8's worst regret over all regimes (300/140) is far below 4's (50x).
@@ -216,7 +217,7 @@ def test_tolerance_breaks_near_ties_by_worst_case_regret(tmp_path: Path) -> None
 
 def test_neighbour_robust_labels_and_least_regret_leaves(tmp_path: Path) -> None:
     write_ladder(tmp_path / "l.xtrec")
-    common = ([tmp_path / "l.xtrec"], [], "batch", "func.serve_batch.latency.p99", "func.serve_batch.calls")
+    common = ([tmp_path / "l.xtrec"], [], "batch", "func.serve_batch.latency.p99", "func.serve_batch.rate")
     plain = train_regimes(*common, tmp_path / "a.json", features=["dp.arrivals"])
     assert plain.card["labels_robust"]["r20"] == 4
     robust = train_regimes(*common, tmp_path / "b.json", features=["ewma(dp.arrivals, 4)"], neighbours=1)
@@ -234,7 +235,7 @@ def test_watched_signal_outside_its_labelled_range_gives_the_fallback(tmp_path: 
     """The guard watches a signal the tree does not split on: its range comes from the windows of
     each regime's labelled value, and outside it the fallback applies at once."""
     write_ladder(tmp_path / "l.xtrec")
-    common = ([tmp_path / "l.xtrec"], [], "batch", "func.serve_batch.latency.p99", "func.serve_batch.calls")
+    common = ([tmp_path / "l.xtrec"], [], "batch", "func.serve_batch.latency.p99", "func.serve_batch.rate")
     model = train_regimes(
         *common, tmp_path / "w.json", features=["dp.arrivals"], watch=["func.serve_batch.latency.p99"]
     )
@@ -269,7 +270,7 @@ def test_leaves_take_the_least_regret_value_and_cells_outside_the_bound_do_not_t
     the throughput bound), but 8 costs r40 2.1x while 16 costs r24 1.4x: the leaf gets 16. The
     cell of 4 at r40 serves 60 % of the best throughput and gives no training windows."""
     write_ladder(tmp_path / "l.xtrec")
-    common = ([tmp_path / "l.xtrec"], [], "batch", "func.serve_batch.latency.p99", "func.serve_batch.calls")
+    common = ([tmp_path / "l.xtrec"], [], "batch", "func.serve_batch.latency.p99", "func.serve_batch.rate")
     model = train_regimes(*common, tmp_path / "d.json", features=["dp.arrivals"], max_depth=1)
     assert model.card["relabelled_leaves"] == 1
     policy = TreePolicy(model)
@@ -280,7 +281,7 @@ def test_leaves_take_the_least_regret_value_and_cells_outside_the_bound_do_not_t
 def test_ewma_features_leave_out_each_cells_warm_up(tmp_path: Path) -> None:
     write_ladder(tmp_path / "l.xtrec")
     land = read_landscape(
-        [tmp_path / "l.xtrec"], "batch", "func.serve_batch.latency.p99", "func.serve_batch.calls"
+        [tmp_path / "l.xtrec"], "batch", "func.serve_batch.latency.p99", "func.serve_batch.rate"
     )
     plain, _, _ = samples(land, ["dp.arrivals"])
     smooth, _, _ = samples(land, ["ewma(dp.arrivals, 4)"])
@@ -293,7 +294,7 @@ def test_a_stated_safe_direction_breaks_ties_and_sets_the_fallback(tmp_path: Pat
     best ties with 4 under 25 %) and the fallback is the heaviest regime's label; without it the
     tie goes by measured regret (4)."""
     write_ladder(tmp_path / "l.xtrec")
-    common = ([tmp_path / "l.xtrec"], [], "batch", "func.serve_batch.latency.p99", "func.serve_batch.calls")
+    common = ([tmp_path / "l.xtrec"], [], "batch", "func.serve_batch.latency.p99", "func.serve_batch.rate")
     plain = train_regimes(*common, tmp_path / "p.json", features=["dp.arrivals"], tolerance=0.25)
     safe = train_regimes(
         *common, tmp_path / "s.json", features=["dp.arrivals"], tolerance=0.25, prefer="larger"
@@ -303,3 +304,24 @@ def test_a_stated_safe_direction_breaks_ties_and_sets_the_fallback(tmp_path: Pat
     assert safe.card["fallback"] == 16 and safe.card["prefer"] == "larger"
     with pytest.raises(ValueError, match="prefer"):
         train_regimes(*common, tmp_path / "x.json", features=["dp.arrivals"], prefer="up")
+
+
+def test_a_count_per_window_in_the_spec_warns_and_a_rate_does_not(tmp_path: Path) -> None:
+    """A window's real length moves with the value in effect, and a count per window with it."""
+    write_ladder(tmp_path / "l.xtrec", windows=8)
+    args = ([tmp_path / "l.xtrec"], [], "batch", "func.serve_batch.latency.p99")
+    with pytest.warns(UserWarning, match=r"func\.serve_batch\.calls: per-window counts .* use rates"):
+        train_regimes(
+            *args, "func.serve_batch.rate", tmp_path / "c.json", features=["func.serve_batch.calls"]
+        )
+    with pytest.warns(UserWarning, match="per-window counts"):
+        train_regimes(*args, "func.serve_batch.calls", tmp_path / "t.json", features=["dp.arrivals"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        train_regimes(*args, "func.serve_batch.rate", tmp_path / "r.json", features=["ewma(dp.arrivals, 2)"])
+        train_regimes(
+            *args,
+            "func.serve_batch.rate",
+            tmp_path / "m.json",
+            features=["dp.active_flows * func.serve_batch.rate"],
+        )

@@ -9,7 +9,9 @@ recordings, depth) and compiled to straight-line code when loaded (policies/tree
 from __future__ import annotations
 
 import math
+import re
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -180,6 +182,7 @@ def train_regimes(
     """
     if prefer not in (None, "larger", "smaller"):
         raise ValueError(f"prefer must be 'larger' or 'smaller', not {prefer!r}")
+    _warn_per_window_counts([objective, throughput, *(features or ()), *watch])
     from sklearn.ensemble import GradientBoostingClassifier
     from sklearn.tree import DecisionTreeClassifier
 
@@ -363,6 +366,26 @@ def _least_regret_leaves(
             model.nodes[leaf][4] = values.index(best)
             changed += 1
     return changed
+
+
+_SIGNAL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*")
+
+
+def _warn_per_window_counts(texts: Sequence[str]) -> None:
+    """Warn when an expression reads a count per window (`X.calls`) rather than a rate.
+
+    A window's real length moves with the CPU left to the observer, and so with the knob's value in
+    effect: a count per window then favours the value that stretches the windows."""
+    counts = sorted({name for text in texts for name in _SIGNAL.findall(text) if name.endswith(".calls")})
+    if counts:
+        rates = ", ".join(name.removesuffix(".calls") + ".rate" for name in counts)
+        warnings.warn(
+            f"{', '.join(counts)}: per-window counts depend on the real window length, which moves with "
+            f"the value in effect; use rates per second ({rates}, or X.ARG.mean * X.rate for a "
+            "quantity per call)",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def _signal_names(land: Landscape, exclude: set[str]) -> list[str]:
