@@ -41,15 +41,10 @@ def run(
 ) -> None:
     """Run the tuning job an SLO file describes."""
     from xtune.config import ConfigError, load
-    from xtune.knobs.actuator import Actuator
-    from xtune.policies import make_policy
-    from xtune.signals.frames import FrameReader, ShmFrameReader, ZmqFrameReader
-    from xtune.trials.report import write_report
     from xtune.trials.store import Store
-    from xtune.tuning.console import Progress, before_after, make_console
-    from xtune.tuning.loop import Runner
+    from xtune.tuning.console import make_console
     from xtune.tuning.metrics import Metrics
-    from xtune.tuning.workload import Workload
+    from xtune.tuning.session import run_session
 
     console = make_console(ascii)
     variables = dict(v.split("=", 1) for v in var or [] if "=" in v)
@@ -62,32 +57,10 @@ def run(
     metrics = Metrics(slo.name)
     host, _, port = metrics_addr.rpartition(":")
     metrics.serve(host or "127.0.0.1", int(port))
-    actuator = Actuator(xrtd_socket or slo.xrtd_socket or paths.XRTD_SOCKET, slo.knobs)
-    workload = Workload(slo.workload) if slo.workload else None
-    if slo.benchmark is not None:  # windows are benchmark runs, not observer frames
-        from xtune.tuning.bench_loop import BenchRunner, NoFrames, SkipFailed
-
-        reader: FrameReader = NoFrames()
-        progress = Progress(console, slo)
-        runner: Runner = BenchRunner(slo, actuator, reader, store, metrics, workload, progress)
-    else:
-        reader = ZmqFrameReader(slo.signals.zmq) if slo.signals.zmq else ShmFrameReader(slo.signals.shm)
-        progress = Progress(console, slo, reader)
-        runner = Runner(slo, actuator, reader, store, metrics, workload, progress)
-    try:
-        warm = store.trials(name=slo.name)
-        if slo.benchmark is not None:
-            result = runner.run(lambda bounds: SkipFailed(make_policy(slo, bounds, warm)))
-        else:
-            result = runner.run(lambda bounds: make_policy(slo, bounds, warm))
-    finally:
-        runner.close()
-        reader.close()
-        metrics.close()
-    progress.units.record(store, result.experiment_id)
-    before_after(result, console, progress.units)
+    session = run_session(slo, store, metrics, console, xrtd_socket, warm=True)
+    session.print_table(console)
     if report is not None:
-        console.print(f"report: {write_report(store, result.experiment_id, report)}")
+        session.write_report(report, console)
 
 
 @app.command()

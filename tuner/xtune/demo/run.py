@@ -24,15 +24,10 @@ from xtune.config.schema import SloFile
 from xtune.demo.bottleneck import Bottleneck
 from xtune.demo.sie_phase import SiePhase, run_sie_phase
 from xtune.host.services import Services, free_port
-from xtune.knobs.actuator import Actuator
-from xtune.policies import make_policy
-from xtune.signals.frames import ShmFrameReader
-from xtune.trials.report import write_report
 from xtune.trials.store import Store
-from xtune.tuning.console import Progress, before_after
-from xtune.tuning.loop import Runner, RunResult
+from xtune.tuning.loop import RunResult
 from xtune.tuning.metrics import Metrics
-from xtune.tuning.workload import Workload
+from xtune.tuning.session import run_session
 
 TEMPLATE = paths.package_data("demo", "data", "bufferbloat.yaml")
 
@@ -86,20 +81,8 @@ def run_demo(
         metrics = Metrics(slo.name)
         port = metrics.serve(port=metrics_port if metrics_port is not None else free_port())
         console.print(f"Prometheus metrics on http://127.0.0.1:{port}/metrics")
-        actuator = Actuator(svc.xrtd_socket, slo.knobs)
-        reader = ShmFrameReader(svc.signals_shm)
-        assert slo.workload is not None
-        progress = Progress(console, slo, reader)
-        runner = Runner(slo, actuator, reader, store, metrics, Workload(slo.workload), progress)
-        try:
-            result = runner.run(lambda bounds: make_policy(slo, bounds))
-        finally:
-            runner.close()
-            reader.close()
-            metrics.close()
-    progress.units.record(store, result.experiment_id)
-    before_after(result, console, progress.units)
-    report = write_report(store, result.experiment_id, out / "report")
-    console.print(f"report: {report}")
+        session = run_session(slo, store, metrics, console, svc.xrtd_socket, svc.signals_shm)
+    session.print_table(console)
+    report = session.write_report(out / "report", console)
     sie = run_sie_phase(out, store, short, None, console)
-    return DemoRun(result, report, store.url, port, sie)
+    return DemoRun(session.result, report, store.url, port, sie)

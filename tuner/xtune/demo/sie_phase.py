@@ -25,19 +25,14 @@ from xtune import paths
 from xtune.config import load
 from xtune.config.schema import SloFile
 from xtune.host.services import Services, free_port
-from xtune.knobs.actuator import Actuator
-from xtune.policies import make_policy
 from xtune.sie import attach as eng
 from xtune.sie.analyze import analyze
 from xtune.sie.scope import ScopeTable
 from xtune.sie.spec import load_spec
-from xtune.signals.frames import ShmFrameReader
-from xtune.trials.report import write_report
 from xtune.trials.store import Store
-from xtune.tuning.console import Progress, RunUnits, before_after
-from xtune.tuning.loop import Runner, RunResult
+from xtune.tuning.loop import RunResult
 from xtune.tuning.metrics import Metrics
-from xtune.tuning.workload import Workload
+from xtune.tuning.session import run_session
 
 TEMPLATE = paths.package_data("demo", "data", "dataplane.yaml")
 # The analyzed server is C source of the checkout (experiments/dataplane/); $XTUNE_DATAPLANE_SPEC names it
@@ -135,14 +130,17 @@ def run_sie_phase(out: Path, store: Store, short: bool, budget: int | None, cons
                     f"under Poisson load; tuning {CONST} through xrtd's sie-user backend with "
                     f"{slo.policy.kind} (budget {slo.policy.budget})"
                 )
-                result, units = _tune(slo, svc, store, console)
+                session = run_session(
+                    slo, store, Metrics(slo.name), console, svc.xrtd_socket, svc.signals_shm
+                )
+                result = session.result
             restored = eng.spans_hold_original(server.proc.pid, table)
             chosen = int((result.best or {}).get(KNOB, table.const(CONST).values[0]))
             p50 = client_check(server, table, chosen, 2 if short else 3)
             restored = restored and eng.spans_hold_original(server.proc.pid, table)
         finally:
             server.close()
-    before_after(result, console, units)
+    session.print_table(console)
     console.print(
         f"{CONST} restored on exit: process text "
         + ("byte-exact (original)" if restored else "[red]NOT original[/]")
@@ -151,23 +149,5 @@ def run_sie_phase(out: Path, store: Store, short: bool, budget: int | None, cons
         "client-measured p50 latency (load generator, send to reply): "
         + ", ".join(f"{CONST} {v}: {us:.0f} us" for v, us in p50.items())
     )
-    report = write_report(store, result.experiment_id, out / "report-sie")
-    console.print(f"report: {report}")
+    report = session.write_report(out / "report-sie", console)
     return SiePhase(result, report, restored, p50)
-
-
-def _tune(slo: SloFile, svc: Services, store: Store, console: Console) -> tuple[RunResult, RunUnits]:
-    metrics = Metrics(slo.name)
-    actuator = Actuator(svc.xrtd_socket, slo.knobs)
-    reader = ShmFrameReader(svc.signals_shm)
-    assert slo.workload is not None
-    progress = Progress(console, slo, reader)
-    runner = Runner(slo, actuator, reader, store, metrics, Workload(slo.workload), progress)
-    try:
-        result = runner.run(lambda bounds: make_policy(slo, bounds))
-        progress.units.record(store, result.experiment_id)
-        return result, progress.units
-    finally:
-        runner.close()
-        reader.close()
-        metrics.close()
