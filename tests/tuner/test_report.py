@@ -55,10 +55,13 @@ def _run(store: Store, slo: list[str], rollback: bool) -> int:
         "units": {"objective": "us", "slo": ["calls/s"] * len(slo)},
     }
     exp = store.new_experiment("r", config)
+    # Each trial's SLO left sides, as the Runner stores them: {line index: [mean, sem]}.
+    served = [[3010.0, 15.0], [2960.0, 12.0], [2500.0, 30.0]]
     for i, (value, obj) in enumerate([(64, 1843.21234567891), (16, 412.3456789012), (8, 398.0)]):
         status = "completed" if i < 2 else "infeasible"
+        metrics = {"slo": {str(k): served[i] for k in range(len(slo))}, "windows": 3}
         store.add_trial(
-            exp, StoredTrial(i, "bo", {"rx_batch_size": value}, status, obj, 21.123456, {}), i, i + 1
+            exp, StoredTrial(i, "bo", {"rx_batch_size": value}, status, obj, 21.123456, metrics), i, i + 1
         )
     for phase, obj in [("baseline", 1800.0), ("baseline", 1900.0), ("final", 410.0), ("final", 420.0)]:
         margins = {line: 0.1 for line in slo}
@@ -107,8 +110,28 @@ def test_report_page(tmp_path: Path, with_slo: bool) -> None:
     assert margins == with_slo and ("slo_margin.png" in page.images) == with_slo
     assert (out / "slo_margin.png").exists() == with_slo
     assert (out / "objective.png").stat().st_size > 0 and (out / "knobs.png").stat().st_size > 0
-    if with_slo:
-        assert "2,850 calls/s ± 40.0 calls/s" in page.cells
+    if with_slo:  # before: the bound from the baseline; after: the best trial's (16) left side
+        assert "bound 2,850 calls/s ± 40.0 calls/s" in page.cells
+        assert "2,960 calls/s ± 12.0 calls/s in the best trial" in page.cells
     else:
         assert "SLO: none" in text and not any("bound" in c for c in page.cells)
         assert "None." in text  # no rollbacks: said, not an empty table
+
+
+def test_trial_axis_has_whole_trial_numbers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Trials are numbered 0, 1, 2: the objective plot's x ticks are those, not 0.25 steps."""
+    from matplotlib.figure import Figure
+
+    ticks: dict[str, list[float]] = {}
+    save = Figure.savefig
+
+    def spy(fig: Figure, fname: Path, *args: object, **kwargs: object) -> None:
+        ax = fig.axes[0]
+        lo, hi = ax.get_xlim()
+        ticks[Path(fname).name] = [t for t in ax.get_xticks() if lo <= t <= hi]
+        save(fig, fname, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", spy)
+    store = Store(f"sqlite:///{tmp_path / 'trials.db'}")
+    write_report(store, _run(store, [], rollback=False), tmp_path / "report")
+    assert ticks["objective.png"] and all(t == int(t) for t in ticks["objective.png"]), ticks

@@ -6,6 +6,7 @@ and rollback tables; numbers are written with their units (`xtune.config.units`)
 from __future__ import annotations
 
 import html
+import math
 import statistics
 from collections import Counter
 from collections.abc import Sequence
@@ -27,6 +28,7 @@ def write_report(store: Store, experiment_id: int, out_dir: str | Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -58,6 +60,7 @@ def write_report(store: Store, experiment_id: int, out_dir: str | Path) -> Path:
     if values and min(values) > 0 and max(values) > 10 * min(values):
         ax.set_yscale("log")
     ax.set_xlabel("trial")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # trials are numbered: no 0.5 ticks
     ax.set_ylabel(f"{expression} ({units[0] + ', ' if units[0] else ''}{goal})")
     ax.legend()
     fig.tight_layout()
@@ -92,7 +95,7 @@ def write_report(store: Store, experiment_id: int, out_dir: str | Path) -> Path:
 <p>Objective: {goal} <code>{esc(str(expression))}</code>{f" ({esc(units[0])})" if units[0] else ""}.
 SLO: {esc("; ".join(slo_lines)) if slo_lines else "none"}.</p>
 <h2>Before / after</h2>
-{before_after_table(exp, units)}
+{before_after_table(exp, trials, units)}
 <h2>Objective per trial</h2><img src="objective.png" alt="objective per trial">
 <h2>Knob values over time</h2><img src="knobs.png" alt="knob values over time">
 {'<h2>SLO margins over time</h2><img src="slo_margin.png" alt="SLO margins over time">' if slo_lines else ""}
@@ -178,7 +181,18 @@ def _table(head: tuple[str, ...], body: Sequence[tuple[object, ...]], right: int
     return "<table>\n" + "\n".join([row(head, "th"), *(row(b, "td") for b in body)]) + "\n</table>"
 
 
-def before_after_table(exp: Experiment, units: tuple[str, list[str]]) -> str:
+def _best_trial(exp: Experiment, trials: list[StoredTrial]) -> StoredTrial | None:
+    """The completed trial of the run's best values (the best objective among repeats), if any."""
+    best = (exp.result or {}).get("best")
+    done = [t for t in trials if best and t.params == best and t.status == "completed"]
+    done = [t for t in done if t.objective is not None]
+    sign = 1.0 if exp.config["objective"].get("minimize") else -1.0
+    return min(done, key=lambda t: sign * (t.objective or 0.0)) if done else None
+
+
+def before_after_table(exp: Experiment, trials: list[StoredTrial], units: tuple[str, list[str]]) -> str:
+    """Knobs, objective (the best values measured again after the trials) and each SLO line: its
+    bound from the baseline, and the left side's mean over the best trial's windows."""
     base = exp.baseline or {}
     result = exp.result or {}
     best = result.get("best") or {}
@@ -191,15 +205,28 @@ def before_after_table(exp: Experiment, units: tuple[str, list[str]]) -> str:
             format_value(result.get("after"), units[0]),
         )
     )
+    # A trial's SLO values are stored by line index, as JSON: {"0": [mean, sem], ...}.
+    chosen = _best_trial(exp, trials)
+    after_slo = (chosen.metrics.get("slo") or {}) if chosen else {}
+    slack = base.get("slack", [])
     for i, (line, bound) in enumerate(zip(exp.config.get("slo", []), base.get("bounds", []), strict=False)):
         unit = units[1][i] if i < len(units[1]) else ""
-        slack = base.get("slack", [])
+        mean, sem = (after_slo.get(str(i)) or [None, None])[:2]
+        after = format_spread(_finite(mean), _finite(sem), unit)
         body.append(
-            (f"SLO {line}: bound", format_spread(bound, slack[i] if i < len(slack) else None, unit), "")
+            (
+                f"SLO {line}",
+                "bound " + format_spread(bound, slack[i] if i < len(slack) else None, unit),
+                after if after == "-" else f"{after} in the best trial",
+            )
         )
     gain = result.get("gain")
     body.append(("gain", "", "-" if gain is None else f"{100 * gain:+.1f} %"))
     return _table(("", "before", "after"), body)
+
+
+def _finite(x: float | None) -> float | None:
+    return x if x is not None and math.isfinite(x) else None
 
 
 def trials_table(trials: list[StoredTrial], unit: str) -> str:
