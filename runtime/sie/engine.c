@@ -28,13 +28,19 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* The load bias of the main executable: start of its offset-0 mapping minus its first PT_LOAD. */
-int sie_find_bias(pid_t pid, uint64_t load_vaddr, uint64_t *bias, char err[SIE_ERR_LEN])
+/*
+ * The load bias of the main executable: start of its offset-0 mapping minus its first PT_LOAD;
+ * of the plan's shared library when it names one.
+ */
+int sie_find_bias(pid_t pid, const struct sie_plan *p, uint64_t *bias, char err[SIE_ERR_LEN])
 {
 	char path[64], exe[SIE_PATH_LEN], line[SIE_PATH_LEN + 128];
+	uint64_t load_vaddr = p->load_vaddr;
 	ssize_t n;
 	FILE *f;
 
+	if (p->library[0])
+		return sie_find_library(pid, p, bias, err);
 	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
 	n = readlink(path, exe, sizeof(exe) - 1);
 	if (n < 0) {
@@ -498,7 +504,7 @@ int sie_arm_stopped(struct target *t, struct sie_plan *p, const struct sie_opts 
 	s->start_time = t->start_time;
 	/* System calls run at the first span, whose bytes check_bytes finds original first. */
 	t->syscall_site = p->spans[0].vaddr + s->bias;
-	if (sie_check_identity(t->pid, p, err) || check_bytes(t, p, s->bias, 1, err) ||
+	if (sie_check_identity(t->pid, p, s->bias, err) || check_bytes(t, p, s->bias, 1, err) ||
 	    (!p->own_values && map_knobs(t, p, s, err)) || map_trampolines(t, p, s, err) ||
 	    spans_reachable(p, s, err) || (p->own_values && init_values(t, p, s, err)))
 		goto undo;
@@ -537,7 +543,7 @@ int sie_arm(pid_t pid, struct sie_plan *p, const struct sie_opts *o, struct sie_
 
 	memset(s, 0, sizeof(*s));
 	s->pid = pid;
-	if (sie_find_bias(pid, p->load_vaddr, &s->bias, err))
+	if (sie_find_bias(pid, p, &s->bias, err))
 		return -1;
 	if (target_attach(&t, pid, err))
 		return -1;

@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: MIT
-/* Which binary a process runs: the GNU build id of /proc/PID/exe, compared with the plan's. */
+/*
+ * Which binary a process runs: the GNU build id of /proc/PID/exe, compared with the plan's; for a
+ * plan of a shared library, the one mapping of a file with the plan's build id, found in
+ * /proc/PID/maps (its offset-0 mapping gives the load address).
+ */
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -49,11 +53,157 @@ static int read_build_id(int fd, char *out, size_t outlen)
 	return 0;
 }
 
-int sie_check_identity(pid_t pid, const struct sie_plan *p, char err[SIE_ERR_LEN])
+/* The file offset of ELF address `vaddr` (from the PT_LOAD that holds it); 0 when none does. */
+static off_t file_offset(int fd, const Elf64_Ehdr *eh, uint64_t vaddr)
+{
+	Elf64_Phdr ph;
+
+	for (int i = 0; i < eh->e_phnum; i++) {
+		if (pread(fd, &ph, sizeof(ph),
+			  (off_t)(eh->e_phoff + (uint64_t)i * eh->e_phentsize)) != sizeof(ph))
+			return 0;
+		if (ph.p_type == PT_LOAD && vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_filesz)
+			return (off_t)(vaddr - ph.p_vaddr + ph.p_offset);
+	}
+	return 0;
+}
+
+/* The DT_SONAME of an ELF64 shared object; "" when it has none. */
+static void read_soname(int fd, char *out, size_t outlen)
+{
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph;
+	Elf64_Dyn dyn[512];
+	uint64_t strtab = 0, soname = (uint64_t)-1;
+	off_t at;
+	ssize_t got;
+
+	out[0] = 0;
+	if (pread(fd, &eh, sizeof(eh), 0) != sizeof(eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64)
+		return;
+	for (int i = 0; i < eh.e_phnum; i++) {
+		if (pread(fd, &ph, sizeof(ph),
+			  (off_t)(eh.e_phoff + (uint64_t)i * eh.e_phentsize)) != sizeof(ph))
+			return;
+		if (ph.p_type != PT_DYNAMIC)
+			continue;
+		got = pread(fd, dyn, ph.p_filesz < sizeof(dyn) ? ph.p_filesz : sizeof(dyn),
+			    (off_t)ph.p_offset);
+		for (ssize_t k = 0; got > 0 && k < got / (ssize_t)sizeof(dyn[0]); k++) {
+			if (dyn[k].d_tag == DT_STRTAB)
+				strtab = dyn[k].d_un.d_ptr;
+			else if (dyn[k].d_tag == DT_SONAME)
+				soname = dyn[k].d_un.d_val;
+		}
+	}
+	if (!strtab || soname == (uint64_t)-1 || !(at = file_offset(fd, &eh, strtab)))
+		return;
+	got = pread(fd, out, outlen - 1, at + (off_t)soname);
+	out[got > 0 ? got : 0] = 0;
+}
+
+/* `path` (a mapped file) is the plan's library by name: its file name, a versioned one, or soname.
+ */
+static int same_library(const char *path, const char *soname, const char *library)
+{
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	size_t n = strlen(library);
+
+	return !strcmp(soname, library) ||
+	       (!strncmp(base, library, n) && (!base[n] || base[n] == '.'));
+}
+
+int sie_find_library(pid_t pid, const struct sie_plan *p, uint64_t *bias, char err[SIE_ERR_LEN])
+{
+	char line[SIE_PATH_LEN + 128], path[64], id[129], soname[SIE_PATH_LEN];
+	char found[SIE_PATH_LEN] = "", other[SIE_PATH_LEN] = "", other_id[129] = "";
+	uint64_t found_start = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "r");
+	if (!f) {
+		snprintf(err, SIE_ERR_LEN, "pid %d: no such process", pid);
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		uint64_t start, end, off;
+		char name[SIE_PATH_LEN] = "";
+		int fd;
+
+		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %255s", &start, &end, &off, name) != 4 ||
+		    off != 0 || name[0] != '/')
+			continue;
+		/* The mapped file itself, even when the path now names another (or no) file. */
+		snprintf(path, sizeof(path), "/proc/%d/map_files/%lx-%lx", pid, start, end);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			fd = open(name, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (read_build_id(fd, id, sizeof(id)))
+			id[0] = 0;
+		read_soname(fd, soname, sizeof(soname));
+		close(fd);
+		if (!strcmp(id, p->build_id)) {
+			if (found[0]) {
+				fclose(f);
+				snprintf(err, SIE_ERR_LEN,
+					 "refused: pid %d has the library %s loaded twice (%s at "
+					 "%#lx "
+					 "and %s at %#lx): which one to patch is ambiguous",
+					 pid, p->library, found, found_start, name, start);
+				return -1;
+			}
+			snprintf(found, sizeof(found), "%s", name);
+			found_start = start;
+		} else if (same_library(name, soname, p->library)) {
+			snprintf(other, sizeof(other), "%s", name);
+			snprintf(other_id, sizeof(other_id), "%s", id[0] ? id : "(none)");
+		}
+	}
+	fclose(f);
+	if (found[0]) {
+		*bias = found_start - p->load_vaddr;
+		return 0;
+	}
+	if (other[0])
+		snprintf(err, SIE_ERR_LEN,
+			 "refused: pid %d has loaded %s (%s) with build id %s, the plan was made "
+			 "for "
+			 "%s (another build: analyze the loaded library)",
+			 pid, p->library, other, other_id, p->build_id);
+	else
+		snprintf(err, SIE_ERR_LEN,
+			 "refused: pid %d has not loaded the library %s (no mapped file has build "
+			 "id "
+			 "%s)",
+			 pid, p->library, p->build_id);
+	return -1;
+}
+
+int sie_check_identity(pid_t pid, const struct sie_plan *p, uint64_t bias, char err[SIE_ERR_LEN])
 {
 	char path[64], id[129];
 	int fd, rc;
 
+	if (p->library[0]) {
+		uint64_t now;
+
+		/* Found when the bias was; the process is stopped now: it is still there. */
+		if (sie_find_library(pid, p, &now, err))
+			return -1;
+		if (now != bias) {
+			snprintf(
+				err, SIE_ERR_LEN,
+				"refused: pid %d unloaded the library %s while the engine attached "
+				"(now at %#lx); retry",
+				pid, p->library, now + p->load_vaddr);
+			return -1;
+		}
+		return 0;
+	}
 	if (!p->build_id[0])
 		return 0;
 	snprintf(path, sizeof(path), "/proc/%d/exe", pid);

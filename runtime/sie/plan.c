@@ -2,6 +2,7 @@
 /*
  * Plan and state files: one record per line, space-separated, hex for bytes and addresses.
  * Plan lines: "knobs PATH SIZE", "load_vaddr VADDR", "binary BUILD_ID SHA256",
+ * "library NAME" (the spans are in this shared library, found by the binary line's build id),
  * "const NAME ORIGINAL [MIN MAX MULTIPLE_OF POW2]" (MIN/MAX "-" when not validated), "span ...",
  * "returns_in_safe N" (how many return addresses lie inside the safe spans; unknown if absent).
  */
@@ -170,6 +171,9 @@ int sie_plan_read(const char *path, struct sie_plan *p, char err[SIE_ERR_LEN])
 				goto bad;
 			if (!strcmp(p->build_id, "-"))
 				p->build_id[0] = 0;
+		} else if (!strncmp(line, "library ", 8)) {
+			if (sscanf(line, "library %255s", p->library) != 1)
+				goto bad;
 		} else if (!strncmp(line, "returns_in_safe ", 16)) {
 			if (sscanf(line, "returns_in_safe %d", &p->returns_in_safe) != 1 ||
 			    p->returns_in_safe < 0)
@@ -191,6 +195,14 @@ int sie_plan_read(const char *path, struct sie_plan *p, char err[SIE_ERR_LEN])
 	if (!p->knobs[0] || !p->nspans) {
 		snprintf(err, SIE_ERR_LEN, "plan %s: needs a knobs line and at least one span",
 			 path);
+		return -1;
+	}
+	if (p->library[0] && !p->build_id[0]) {
+		snprintf(err, SIE_ERR_LEN,
+			 "plan %s: library %s needs a `binary` line with its build id (how the "
+			 "engine "
+			 "finds it in the process)",
+			 path, p->library);
 		return -1;
 	}
 	for (int i = 0; i < p->nspans; i++) {

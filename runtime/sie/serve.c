@@ -149,7 +149,7 @@ static int arm_attached(struct target *t, pid_t pid, struct sie_plan *p, const s
 {
 	memset(s, 0, sizeof(*s));
 	s->pid = pid;
-	if (sie_find_bias(pid, p->load_vaddr, &s->bias, err) || target_attach(t, pid, err))
+	if (sie_find_bias(pid, p, &s->bias, err) || target_attach(t, pid, err))
 		return -1;
 	if (sie_arm_stopped(t, p, o, s, err)) {
 		target_detach(t);

@@ -64,6 +64,11 @@ struct sie_plan {
 	uint64_t knobs_size;
 	uint64_t load_vaddr;
 	char build_id[129]; /* hex NT_GNU_BUILD_ID of the binary, "" when not given */
+	/*
+	 * A shared library's name (soname or file name), "" for the main executable. Its spans are
+	 * relative to the load address of the one mapped file with `build_id` (required then).
+	 */
+	char library[SIE_PATH_LEN];
 	struct sie_const consts[SIE_MAX_CONSTS];
 	int nconsts;
 	struct sie_span spans[SIE_MAX_SPANS];
@@ -137,7 +142,16 @@ int sie_run(pid_t pid, struct sie_plan *p, const struct sie_opts *o, struct sie_
 
 /* Refuse `value` for perf-const `c` when outside the plan's range or constraints. */
 int sie_value_check(const struct sie_const *c, int64_t value, char err[SIE_ERR_LEN]);
-/* Refuse when the running binary's build id differs from the plan's. */
-int sie_check_identity(pid_t pid, const struct sie_plan *p, char err[SIE_ERR_LEN]);
+/*
+ * Refuse when the running binary's build id differs from the plan's; for a library plan, when
+ * the library with the plan's build id is no longer loaded at `bias`.
+ */
+int sie_check_identity(pid_t pid, const struct sie_plan *p, uint64_t bias, char err[SIE_ERR_LEN]);
+/*
+ * The load bias of the plan's library: the start of the offset-0 mapping of the one mapped file
+ * whose build id is the plan's. Refused (with the reason) when none is loaded, when a file of
+ * that name has another build id, or when two are.
+ */
+int sie_find_library(pid_t pid, const struct sie_plan *p, uint64_t *bias, char err[SIE_ERR_LEN]);
 
 #endif /* XTUNE_SIE_H */

@@ -75,7 +75,7 @@ long target_syscall(struct target *t, long nr, long a1, long a2, long a3, long a
 		    char err[SIE_ERR_LEN]);
 
 /* The engine's steps on an already stopped target (engine.c), used by the int3 server. */
-int sie_find_bias(pid_t pid, uint64_t load_vaddr, uint64_t *bias, char err[SIE_ERR_LEN]);
+int sie_find_bias(pid_t pid, const struct sie_plan *p, uint64_t *bias, char err[SIE_ERR_LEN]);
 int sie_arm_stopped(struct target *t, struct sie_plan *p, const struct sie_opts *o,
 		    struct sie_state *s, char err[SIE_ERR_LEN]);
 /* Stop the world at a moment when no thread is inside a span group or a trampoline. */
