@@ -21,7 +21,7 @@ from xtune.sie.scope import (
     Update,
 )
 from xtune.sie.spans import STORED, place, safe_span, start_location
-from xtune.sie.spec import Spec
+from xtune.sie.spec import Spec, SpecError
 from xtune.sie.synth import SynthError, relocated, seed_piece, trampoline
 from xtune.sie.variants import build_one, build_variants
 
@@ -42,9 +42,21 @@ def analyze(spec: Spec) -> ScopeTable:
     src = SourceLocation(str(spec.source), spec.line, spec.constant)
     values = spec.values
     outputs = build_variants(spec)
+    shared = ElfCode(outputs[0]).shared_library
+    if spec.library and not shared:
+        raise SpecError(
+            f"{spec.path}: field `library`: the build made no shared library (build with -shared -fPIC)"
+        )
+    if shared and not spec.library:
+        raise SpecError(
+            f'{spec.path}: the build made a shared library: name it with `library = "lib....so"`'
+            " (the name processes load it under)"
+        )
 
     def scope(paths: list[Path], vals: list[int]) -> ScopeTable:
-        return analyze_binaries(paths, vals, spec.constant, src, spec.function_filter, spec.persistent)
+        return analyze_binaries(
+            paths, vals, spec.constant, src, spec.function_filter, spec.persistent, spec.library
+        )
 
     table = scope(outputs, values)
     const = table.consts[0]
@@ -129,8 +141,10 @@ def analyze_binaries(
     source: SourceLocation,
     only: str = "",
     persistent: bool = False,
+    library: str = "",
 ) -> ScopeTable:
-    """Scope table for `name` from builds `paths` (same unit, constant = `values[i]` in paths[i])."""
+    """Scope table for `name` from builds `paths` (same unit, constant = `values[i]` in paths[i]);
+    `library`: they are shared libraries, loaded under that name."""
     t0 = time.monotonic()
     codes = [ElfCode(p) for p in paths]
     const = PerfConst(name, source, list(values), [], [])
@@ -160,12 +174,21 @@ def analyze_binaries(
     functions = list(dict.fromkeys(s.function for s in const.spans))
     for s in const.spans:  # spans of one function can run within one activation
         s.group = functions.index(s.function)
-    return ScopeTable(binary_id(codes[0]), [const], analysis_seconds=round(time.monotonic() - t0, 3))
+    table = ScopeTable(
+        binary_id(codes[0], library), [const], analysis_seconds=round(time.monotonic() - t0, 3)
+    )
+    if library and not codes[0].build_id and const.spans:
+        const.refusals.append(
+            Refusal(
+                "", "a shared library without a build id cannot be found in a process", "link with --build-id"
+            )
+        )
+    return table
 
 
-def binary_id(code: ElfCode) -> BinaryId:
+def binary_id(code: ElfCode, library: str = "") -> BinaryId:
     """The identity of the binary a scope table describes (the build with the compiled value)."""
-    return BinaryId(str(code.path), code.build_id, code.sha256, code.elf_type, code.load_vaddr)
+    return BinaryId(str(code.path), code.build_id, code.sha256, code.elf_type, code.load_vaddr, library)
 
 
 def _function(d: FunctionDiff, code: ElfCode, values: list[int], const: PerfConst, persistent: bool) -> None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xtune import paths
+from xtune.sie.elfcode import file_build_id
 from xtune.sie.scope import PerfConst, ScopeError, ScopeTable
 
 MAGIC, VERSION, HEADER, SLOT, NSLOTS = 0x544B5458, 1, 4096, 512, 256
@@ -41,6 +42,10 @@ def plan_text(table: ScopeTable, slots: dict[str, int], knobs_path: str, int3: b
     lines = [f"knobs {knobs_path} {TABLE_SIZE:x}", f"load_vaddr {table.binary.load_vaddr:x}"]
     if table.binary.build_id:
         lines.append(f"binary {table.binary.build_id} {table.binary.sha256}")
+    if table.binary.library:
+        if not table.binary.build_id:
+            raise SieError(f"{table.binary.library}: a shared library without a build id cannot be found")
+        lines.append(f"library {table.binary.library}")
     chosen = [c for c in table.consts if c.name in slots]
     returns = [s.return_points for c in chosen for s in c.spans]
     if all(r is not None for r in returns):  # else the engine assumes some
@@ -315,12 +320,26 @@ def _cleanup(att: Attachment) -> None:
     att.dir.rmdir()
 
 
+def load_base(pid: int, table: ScopeTable) -> int:
+    """Where the table's binary starts in the process: its offset-0 mapping (of the executable, or
+    of the one mapped file with the library's build id, as the engine finds it)."""
+    maps = [m.split(maxsplit=5) for m in Path(f"/proc/{pid}/maps").read_text().splitlines()]
+    maps = [m for m in maps if len(m) == 6 and m[2] == "00000000"]
+    if not table.binary.library:
+        exe = str(Path(f"/proc/{pid}/exe").resolve())
+        return next(int(m[0].split("-")[0], 16) for m in maps if m[5] == exe)
+    want = table.binary.build_id
+    bases = [
+        int(m[0].split("-")[0], 16) for m in maps if file_build_id(f"/proc/{pid}/map_files/{m[0]}") == want
+    ]
+    if len(bases) != 1:
+        raise SieError(f"pid {pid}: {table.binary.library} is loaded {len(bases)} times")
+    return bases[0]
+
+
 def spans_hold_original(pid: int, table: ScopeTable) -> bool:
     """True when every span of the process holds exactly the scope table's original bytes."""
-    exe = str(Path(f"/proc/{pid}/exe").resolve())
-    maps = Path(f"/proc/{pid}/maps").read_text().splitlines()
-    base = next(int(m.split("-")[0], 16) for m in maps if m.endswith(exe) and m.split()[2] == "00000000")
-    bias = base - table.binary.load_vaddr
+    bias = load_base(pid, table) - table.binary.load_vaddr
     with open(f"/proc/{pid}/mem", "rb") as mem:
         for c in table.consts:
             for s in c.spans:

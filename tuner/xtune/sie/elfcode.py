@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.relocation import RelocationSection
 from elftools.elf.sections import NoteSection, SymbolTableSection
@@ -54,6 +55,10 @@ class ElfCode:
             self.elf_type = {"ET_EXEC": "EXEC", "ET_DYN": "DYN", "ET_REL": "REL"}.get(elf["e_type"], "?")
             loads = [s["p_vaddr"] for s in elf.iter_segments() if s["p_type"] == "PT_LOAD"]
             self.load_vaddr = (min(loads) & ~0xFFF) if loads else 0
+            # Position-independent and without a program interpreter: a shared library, not a PIE.
+            self.shared_library = self.elf_type == "DYN" and not any(
+                s["p_type"] == "PT_INTERP" for s in elf.iter_segments()
+            )
             self.build_id = _build_id(elf)
             self.functions: dict[str, Function] = {}
             self.objects: dict[str, int] = {}  # data objects: name -> size
@@ -127,6 +132,15 @@ def _data_sections(elf: ELFFile) -> dict[str, DataSection]:
                 if 0 <= off < len(ds.data):
                     ds.relocs.update(range(off, off + size))
     return out
+
+
+def file_build_id(path: str | Path) -> str:
+    """The GNU build id of an ELF file; "" when it has none or is no ELF file."""
+    try:
+        with open(path, "rb") as f:
+            return _build_id(ELFFile(f))
+    except (OSError, ELFError):
+        return ""
 
 
 def _build_id(elf: ELFFile) -> str:

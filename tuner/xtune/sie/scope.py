@@ -1,6 +1,7 @@
 """The scope table: what `xtune analyze` produces and every SIE engine (user and kernel) consumes.
 
-One table describes one binary (an executable or a relocatable object) and the perf-consts found in it.
+One table describes one binary (an executable, a shared library or a relocatable object) and the
+perf-consts found in it.
 Per perf-const: where it is in the source, and for each critical span (one place where the constant
 enters the machine state): the function and offsets, the exact bytes the engine must find before it
 patches anything, the symbolic state expression IV = a*V + b (or a named non-linear form), the
@@ -53,6 +54,9 @@ class BinaryId:
     sha256: str  # of the whole file the table was derived from
     elf_type: str  # "EXEC", "DYN" (PIE / shared object) or "REL" (object file)
     load_vaddr: int  # lowest PT_LOAD p_vaddr, page aligned (0 for PIE and .o)
+    # A shared library: the name processes load it under (e.g. "libk.so"); "" for an executable.
+    # Its spans are relative to the library's load address, found by `build_id` in the process.
+    library: str = ""
 
 
 @dataclass
@@ -431,6 +435,10 @@ def _parse_table(d: Any) -> ScopeTable:
         "$.binary",
         {"path": str, "build_id": str, "sha256": str, "elf_type": str, "load_vaddr": int},
     )
+    if not isinstance(b.get("library", ""), str):
+        raise ScopeError(f"$.binary.library: expected str, got {type(b['library']).__name__}")
+    if b.get("library") and not b["build_id"]:
+        raise ScopeError("$.binary.build_id: a shared library needs its build id (how the engine finds it)")
     consts = [_parse_const(c, f"$.consts[{i}]") for i, c in enumerate(d["consts"])]
     names = [c.name for c in consts]
     if len(set(names)) != len(names):

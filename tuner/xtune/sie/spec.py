@@ -25,6 +25,9 @@ class Spec:
     # The program copes with values that outlive a span (stored to memory, passed to callees such
     # as an allocation size): such uses are then retuned with the whole function as the safe span.
     persistent: bool = False
+    # The build makes a shared library, loaded by processes under this name (e.g. "libk.so"):
+    # spans are relative to its load address. "" for an executable.
+    library: str = ""
 
 
 def load_spec(path: str | Path) -> Spec:
@@ -75,6 +78,9 @@ def spec_from_dict(data: dict, path: Path) -> Spec:
     persistent = data.get("persistent", False)
     if not isinstance(persistent, bool):
         raise SpecError(f"{path}: field `persistent` must be true or false, got {type(persistent).__name__}")
+    library = data.get("library", "")
+    if not isinstance(library, str) or "/" in library or library.strip() != library:
+        raise SpecError(f'{path}: field `library` must be the library\'s file name, e.g. "libk.so"')
     return Spec(
         path=path,
         source=source,
@@ -85,6 +91,7 @@ def spec_from_dict(data: dict, path: Path) -> Spec:
         define=define,
         function_filter=str(data.get("functions", "")),
         persistent=persistent,
+        library=library,
     )
 
 
