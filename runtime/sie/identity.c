@@ -116,7 +116,7 @@ static int same_library(const char *path, const char *soname, const char *librar
 
 int sie_find_library(pid_t pid, const struct sie_plan *p, uint64_t *bias, char err[SIE_ERR_LEN])
 {
-	char line[SIE_PATH_LEN + 128], path[64], id[129], soname[SIE_PATH_LEN];
+	char line[4352], path[64], id[129], soname[SIE_PATH_LEN]; /* line: PATH_MAX and more */
 	char found[SIE_PATH_LEN] = "", other[SIE_PATH_LEN] = "", other_id[129] = "";
 	uint64_t found_start = 0;
 	FILE *f;
