@@ -1,13 +1,16 @@
 """The rebuild oracle: the original binary retuned through SIE to V' must print exactly what the
-binary rebuilt with V' prints, for every input. Shared by the tests and the benchmark."""
+binary rebuilt with V' prints, for every input. Shared by the tests and the benchmark. A corpus
+program built as a shared library runs under targets/so_main.c, which loads it and calls its main."""
 
 from __future__ import annotations
 
 import subprocess
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from xtune import paths
 from xtune.sie import attach as eng
 from xtune.sie.analyze import analyze
 from xtune.sie.scope import PerfConst, ScopeError, ScopeTable
@@ -15,6 +18,8 @@ from xtune.sie.spec import Spec, spec_from_dict
 from xtune.sie.variants import build_one
 
 CORPUS = Path(__file__).parent / "corpus"
+SO_MAIN = Path(__file__).parent / "targets" / "so_main.c"
+_so_main_lock = threading.Lock()  # the oracle's worker threads build it once
 CONFIGS = [("gcc", "-O0"), ("gcc", "-O2"), ("clang", "-O0"), ("clang", "-O2")]
 ALL_LEVELS = [(cc, opt) for cc in ("gcc", "clang") for opt in ("-O0", "-O2", "-O3")]
 # The share of corpus cases retuned exactly, as tuner/xtune/sie/README.md claims it.
@@ -72,11 +77,31 @@ def case(program: str, cc: str, opt: str, **extra: object) -> Case:
     return Case(program, cc, opt, make_spec(CORPUS / f"{program}.c", cc, opt, **extra))
 
 
-class Target:
-    """A corpus program answering one line per input line."""
+def shared_case(program: str, cc: str, opt: str) -> Case:
+    """The program built as a shared library (its main called by so_main)."""
+    c = case(program, cc, f"{opt} -shared -fPIC", library=f"lib{program}.so")
+    c.opt = f"{opt} .so"
+    return c
 
-    def __init__(self, binary: Path) -> None:
-        self.p = subprocess.Popen([str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+def command(spec: Spec, binary: Path) -> list[str]:
+    """How to run a build: itself, or a library under so_main (built once)."""
+    if not spec.library:
+        return [str(binary)]
+    loader = paths.BUILD / "sie-analysis" / "so_main"
+    with _so_main_lock:
+        if not loader.exists() or loader.stat().st_mtime < SO_MAIN.stat().st_mtime:
+            loader.parent.mkdir(parents=True, exist_ok=True)
+            subprocess.run(["gcc", "-O2", "-o", str(loader), str(SO_MAIN)], check=True)
+    return [str(loader), str(binary)]
+
+
+class Target:
+    """A corpus program answering one line per input line: a binary, or a command (see `command`)."""
+
+    def __init__(self, binary: Path | list[str]) -> None:
+        cmd = [str(binary)] if isinstance(binary, Path) else binary
+        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
     def ask(self, inputs: list[int]) -> list[str]:
         assert self.p.stdin and self.p.stdout
@@ -94,7 +119,9 @@ class Target:
 
 def reference(spec: Spec, value: int) -> list[str]:
     binary = build_one(spec, value)
-    r = subprocess.run([str(binary)], input="".join(f"{n}\n" for n in INPUTS), capture_output=True, text=True)
+    r = subprocess.run(
+        command(spec, binary), input="".join(f"{n}\n" for n in INPUTS), capture_output=True, text=True
+    )
     return r.stdout.split()
 
 
@@ -115,7 +142,7 @@ def run_case(case: Case, force_int3: bool = False) -> Case:
         return case
     probes = [v for v in PROBES if _accepts(const, v)]
     binary = Path(case.table.binary.path)
-    t = Target(binary)
+    t = Target(command(case.spec, binary))
     try:
         before = t.ask(INPUTS)
         try:
@@ -146,11 +173,15 @@ def run_case(case: Case, force_int3: bool = False) -> Case:
     return case
 
 
-def corpus_cases() -> list[Case]:
-    return [case(src.stem, cc, opt) for src in sorted(CORPUS.glob("*.c")) for cc, opt in CONFIGS]
+def corpus_cases(shared: bool = False) -> list[Case]:
+    make = shared_case if shared else case
+    return [make(src.stem, cc, opt) for src in sorted(CORPUS.glob("*.c")) for cc, opt in CONFIGS]
 
 
-def run_corpus(workers: int = 2, force_int3: bool = False, only: tuple[str, str] | None = None) -> list[Case]:
-    cases = [c for c in corpus_cases() if only is None or (c.cc, c.opt) == only]
+def run_corpus(
+    workers: int = 2, force_int3: bool = False, only: tuple[str, str] | None = None, shared: bool = False
+) -> list[Case]:
+    """`only`: one (cc, opt) of CONFIGS; `shared`: the programs built as shared libraries."""
+    cases = [c for c in corpus_cases(shared) if only is None or (c.cc, c.opt.removesuffix(" .so")) == only]
     with ThreadPoolExecutor(max_workers=workers) as pool:
         return list(pool.map(lambda c: run_case(c, force_int3), cases))
