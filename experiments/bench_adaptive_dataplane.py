@@ -92,11 +92,11 @@ THROUGHPUT = "func.dp_round.active_flows.mean * func.dp_round.rate"  # payloads 
 # the tree's choice does not feed back into its input). Flows active in a round are left out: a
 # round takes at most RX_BATCH_SIZE requests, so they follow the value in effect. A Poisson count
 # of 20 in one 1 ms window is 20 ± 4.5, so one window cannot tell 20k from 30k req/s: the feature
-# is an envelope, the larger of a 2-window and a 12-window average. It follows a rise within 2-3
+# is an envelope, the larger of a 3-window and a 12-window average. It follows a rise within 3-4
 # windows (at 34k req/s each millisecond at a value too small leaves a backlog that takes tens of
 # milliseconds to drain) and a fall over about 12, and the policy moves to a larger value at once.
 ARRIVALS = "func.dp_round.taken.mean * func.dp_round.rate"
-FEATURES = [f"max(ewma({ARRIVALS}, 2), ewma({ARRIVALS}, 12))"]
+FEATURES = [f"max(ewma({ARRIVALS}, 3), ewma({ARRIVALS}, 12))"]
 # A cell is judged by the 90th percentile over its windows of the oldest request's wait: a value
 # near its capacity queues now and then, which a mean hides; the p99 of 1 ms windows in 1.2 s cells
 # rests on a dozen windows and ranked the values differently from one sweep to the next.
@@ -118,7 +118,10 @@ WATCH = ["func.dp_round.oldest_age_us.max"]
 # of the heaviest regime. From the landscape: one 1.2 s cell cannot tell a value with a few percent
 # of headroom from one that queues slowly, and labels or a fallback on that edge blew up live.
 PREFER = "larger"
-HOLD = 3
+# The policy moves to a larger value at once and back only after HOLD windows in a row choose the
+# smaller one: with the fast average's noise (a Poisson count per window), a short hold flapped
+# between neighbouring values near a threshold (16 -> 8 at 34k req/s queues) every few windows.
+HOLD = 20
 SERIES_MS = 10  # the tail over time: p99 per 10 ms slice (a 1 ms slice holds too few requests)
 INTERVALS_MS = [1, 5, 10, 50]
 SOURCES = [
