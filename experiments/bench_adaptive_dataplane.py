@@ -39,6 +39,20 @@ from pathlib import Path
 from resultfile import write_result
 from xtune import paths
 from xtune.config import load_text
+from xtune.demo.dataplane_load import loadgen, phase_p99, throughput
+from xtune.demo.dataplane_policy import (
+    FEATURES,
+    HOLD,
+    NEIGHBOURS,
+    OBJECTIVE,
+    OBJECTIVE_QUANTILE,
+    PREFER,
+    THROUGHPUT,
+    TOLERANCE,
+    WATCH,
+    probes,
+    values_over_time,
+)
 from xtune.host.services import Services, free_port
 from xtune.knobs.actuator import Actuator
 from xtune.learning.sweep import record_sweep
@@ -82,51 +96,13 @@ TRAIN = {
 HELDOUT = {"8f_10k": (10000, 8), "40f_26k": (26000, 40)}
 # Not used in any sweep: other flow counts, rates, order and durations.
 SCHEDULE = ["1.5:3000:3", "1:34000:40", "1.5:9000:12", "1:22000:100", "1.5:1500:2"]
-OBJECTIVE = "func.dp_round.oldest_age_us.max"
-# Rates per second, not counts per window: a window lasts 1 ms only nominally, and how much longer
-# it runs depends on the CPU left to xobserve, which the value in effect changes. Counted per
-# window, a value that stretched the windows looked faster than the others, passed the throughput
-# bound alone and became the label of most heavy regimes.
-THROUGHPUT = "func.dp_round.active_flows.mean * func.dp_round.rate"  # payloads delivered per second
-# Requests taken per second: the arrival rate, which does not move with the value in effect (so
-# the tree's choice does not feed back into its input). Flows active in a round are left out: a
-# round takes at most RX_BATCH_SIZE requests, so they follow the value in effect. A Poisson count
-# of 20 in one 1 ms window is 20 ± 4.5, so one window cannot tell 20k from 30k req/s: the feature
-# is an envelope, the larger of a 3-window and a 12-window average. It follows a rise within 3-4
-# windows (at 34k req/s each millisecond at a value too small leaves a backlog that takes tens of
-# milliseconds to drain) and a fall over about 12, and the policy moves to a larger value at once.
-ARRIVALS = "func.dp_round.taken.mean * func.dp_round.rate"
-FEATURES = [f"max(ewma({ARRIVALS}, 3), ewma({ARRIVALS}, 12))"]
-# A cell is judged by the 90th percentile over its windows of the oldest request's wait: a value
-# near its capacity queues now and then, which a mean hides; the p99 of 1 ms windows in 1.2 s cells
-# rests on a dozen windows and ranked the values differently from one sweep to the next.
-OBJECTIVE_QUANTILE = 0.9
-# Values within 30 % of a regime's best count as equally good there, and the label among them is the
-# one with the least worst-case regret over all regimes: the values that suit heavy load differ by
-# less than a 1 s cell varies between sweeps, and labels picked by that noise make the tree flap.
-TOLERANCE = 0.3
-# A regime's label must also suit its 2 nearest regimes (by arrival rate): the policy meets the
-# rates between the measured ones, and a value best at 20k req/s that queues at 24k is no label.
-NEIGHBOURS = 2
-# When the server falls behind, the requests a round takes show its capacity, not the arrivals, and
-# can look like a regime whose label is the value in effect: a trap. The guard watches the oldest
-# request's wait: past what the labelled values ever showed in training, the fallback at once.
-WATCH = ["func.dp_round.oldest_age_us.max"]
-# RX_BATCH_SIZE's safe direction: a batch a step too small for the load queues without bound, a step
-# too large makes requests wait a little for it to fill. Ties go to the larger value, and the
-# fallback (the value when the signals cannot be trusted, e.g. the server fell behind) is the label
-# of the heaviest regime. From the landscape: one 1.2 s cell cannot tell a value with a few percent
-# of headroom from one that queues slowly, and labels or a fallback on that edge blew up live.
-PREFER = "larger"
-# The policy moves to a larger value at once and back only after HOLD windows in a row choose the
-# smaller one: with the fast average's noise (a Poisson count per window), a short hold flapped
-# between neighbouring values near a threshold (16 -> 8 at 34k req/s queues) every few windows.
-HOLD = 20
 SERIES_MS = 10  # the tail over time: p99 per 10 ms slice (a 1 ms slice holds too few requests)
 INTERVALS_MS = [1, 5, 10, 50]
 SOURCES = [
     "experiments/bench_adaptive_dataplane.py",
     "experiments/dataplane",
+    "tuner/xtune/demo/dataplane_policy.py",
+    "tuner/xtune/demo/dataplane_load.py",
     "tuner/xtune/tuning/loop.py",
     "tuner/xtune/policies/tree.py",
     "tuner/xtune/learning/regimes.py",
@@ -168,48 +144,6 @@ class EveryK:
             self.held = self.policy.decide(values, empty)
         self.n += 1
         return self.held
-
-
-def loadgen(port: int, phases: list[str], on_phase=None, series_ms: float | None = None) -> dict:
-    """Run the load generator; call on_phase(i) at each phase start; its pooled "all" line, with
-    "phases" and, given series_ms, "series" (the p99 of each slice of the run, and its start in
-    time.monotonic_ns)."""
-    series = ["--series", str(series_ms)] if series_ms else []
-    gen = subprocess.Popen(
-        [str(paths.binary("dataplane-loadgen")), *series, str(port), *phases],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    started = 0
-    assert gen.stdout is not None
-    result: dict = {}
-    per_phase = []
-    for line in gen.stdout:
-        if line.startswith("phase "):
-            started = started or time.monotonic_ns()
-            if on_phase is not None:
-                on_phase(int(line.split()[1]))
-        elif line.startswith("{"):
-            doc = json.loads(line)
-            if "series_ms" in doc:
-                result["series"] = {**doc, "start_ns": started}
-            elif doc.get("phase") == "all":
-                result = doc
-            else:
-                per_phase.append(doc)
-    if gen.wait() != 0 or "p99_us" not in result:
-        raise RuntimeError(f"load generator failed (exit {gen.returncode}) or printed no pooled line")
-    result["phases"] = per_phase
-    return result
-
-
-def phase_p99(doc: dict) -> float:
-    """The mean over the schedule's phases of each phase's p99: every load regime's tail counts alike."""
-    return statistics.mean(p["p99_us"] for p in doc["phases"])
-
-
-def throughput(doc: dict) -> float:
-    return doc["answered"] / sum(float(p.split(":")[0]) for p in SCHEDULE)
 
 
 def ci95(xs: list[float]) -> list[float]:
@@ -270,10 +204,7 @@ def main() -> None:
             work = Path(tmp)
             plan = work / "rx.plan"
             plan.write_text(eng.plan_text(table, {CONST: 0}, "/dev/shm/xtune.knobs"))
-            gauges = (
-                f"{binary}:dp_round:arg0/32=active_flows:arg1/32=backlog:arg2/32=oldest_age_us:arg3/32=taken"
-            )
-            with Services(["func"], funcs=[f"{binary}:serve_batch", gauges], window_ms=1) as svc:
+            with Services(["func"], funcs=probes(binary), window_ms=1) as svc:
                 slo = load_text(
                     SLO, "bench.yaml", {"PID": str(server.pid), "PLAN": str(plan), "SHM": svc.signals_shm}
                 )
@@ -412,7 +343,7 @@ def evaluate(
                     watch.join()
                     recorder.close()
                 if "series" in doc:
-                    doc["series"]["values"] = _values_over_time(rec, fallback, doc["series"]["start_ns"])
+                    doc["series"]["values"] = values_over_time(rec, KNOB, fallback, doc["series"]["start_ns"])
                 if c == "adaptive":
                     doc["changes"] = pump.decisions
                     tick_to_effect += _tick_to_effect(rec, watch.seen, fallback)
@@ -480,17 +411,6 @@ def _tick_to_effect(rec: Path, seen: list[tuple[int, int]], start: int) -> list[
         match = next(((v, ns) for v, ns in seen if ns >= decided), None)
         if match is not None and match[0] == value:
             out.append(((decided - end) / 1000, (match[1] - decided) / 1000))
-    return out
-
-
-def _values_over_time(rec: Path, start_value: int, start_ns: int) -> list[list[float]]:
-    """[ms since the load started, value] at the start and at each applied decision that changed
-    the value."""
-    out: list[list[float]] = [[0.0, start_value]]
-    for d in RecordingReader(rec).decisions():
-        if d.policy == "tree" and d.extra.get("applied") and int(d.values[KNOB]) != out[-1][1]:
-            at = int(d.extra.get("decided_ns", d.extra["frame_end_ns"]))
-            out.append([round(max(at - start_ns, 0) / 1e6, 2), int(d.values[KNOB])])
     return out
 
 

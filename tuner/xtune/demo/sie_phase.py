@@ -13,7 +13,6 @@ restored (xrtd disarms: original bytes), and the demo checks the process text by
 
 from __future__ import annotations
 
-import json
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from rich.console import Console
 from xtune import paths
 from xtune.config import load
 from xtune.config.schema import SloFile
+from xtune.demo.dataplane_load import loadgen
 from xtune.host.services import Services, free_port
 from xtune.sie import attach as eng
 from xtune.sie.analyze import analyze
@@ -73,12 +73,7 @@ class Server:
 
     def load_p50_us(self, seconds: int) -> float:
         """The load generator's own p50 request latency (send to reply) over one light phase."""
-        gen = paths.binary("dataplane-loadgen")
-        out = subprocess.run(
-            [str(gen), str(self.port), f"{seconds}:{LIGHT_LOAD}"], capture_output=True, text=True, check=True
-        ).stdout
-        line = next(x for x in out.splitlines() if x.startswith("{"))
-        return float(json.loads(line)["p50_us"])
+        return float(loadgen(self.port, [f"{seconds}:{LIGHT_LOAD}"])["p50_us"])
 
     def close(self) -> None:
         self.proc.kill()
