@@ -2,7 +2,7 @@
 """Case studies on real servers: xtune's BO against Linux defaults, the sysctl paper's profile and
 TuneD's profiles, measured in one interleaved run per workload (experiments/cases/).
 
-    python experiments/bench_cases.py            # 5 repetitions, BO budget 8, 4 s wrk runs
+    python experiments/bench_cases.py            # 5 repetitions, BO budget 8, 4 s wrk / 2 s pgbench runs
     python experiments/bench_cases.py --quick    # 2 repetitions, budget 3, 1 s runs (a smoke check)
 
 Writes experiments/results/case_studies.json (with provenance); the README table comes from it
@@ -15,16 +15,17 @@ import argparse
 import sys
 import time
 
-from cases import kv, web
+from cases import db, kv, web
 from cases.run import run_case
 from resultfile import write_result
 
-CASES = {"web": web.CASE, "kv": kv.CASE}
+CASES = {"web": web.CASE, "kv": kv.CASE, "db": db.CASE}
 SOURCES = [
     "experiments/bench_cases.py",
     "experiments/cases",
     "experiments/slo/case-web-bo.yaml",
     "experiments/slo/case-kv-bo.yaml",
+    "experiments/slo/case-db-bo.yaml",
     "experiments/slo/paper-web-static.yaml",
     "experiments/slo/paper-database-static.yaml",
     "tuner/xtune/tuning/benchmark.py",

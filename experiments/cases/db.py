@@ -1,0 +1,14 @@
+"""The database case: PostgreSQL (Debian's, a private cluster with initdb's stock config) loaded by
+select-only pgbench over a veth pair. The paper's database profile is its contender."""
+
+from cases.case import SLO_DIR, Case
+
+CASE = Case(
+    name="db",
+    server="postgres",
+    port=5432,  # free by construction: the server namespace is fresh and holds only this cluster
+    bo_file=SLO_DIR / "case-db-bo.yaml",
+    paper_file=SLO_DIR / "paper-database-static.yaml",
+    p99="bench.latency_p99_ms",
+    load=lambda quick: {"SECONDS": "1" if quick else "2"},
+)
