@@ -325,3 +325,18 @@ def test_a_count_per_window_in_the_spec_warns_and_a_rate_does_not(tmp_path: Path
             tmp_path / "m.json",
             features=["dp.active_flows * func.serve_batch.rate"],
         )
+
+
+def test_watch_range_keeps_each_cells_tail() -> None:
+    """A small cell with a high tail (the fallback at a light load, where its batch waits to fill)
+    stays in the range: a quantile of the pooled windows would cut it off, and the fallback would
+    keep tripping the watch it was applied for."""
+    from xtune.learning.regimes import Cell, Landscape
+    from xtune.learning.train import _watch_ranges
+
+    sig = "func.dp_round.oldest_age_us.max"
+    heavy = Cell("heavy", 16, [{sig: 100.0 + i % 50} for i in range(20000)])
+    light = Cell("light", 16, [{sig: 800.0 + i % 5} for i in range(10)])
+    land = Landscape("batch", "x", "y", {"heavy": {16: heavy}, "light": {16: light}})
+    ((w,),) = [_watch_ranges(land, {"heavy": 16, "light": 16}, 16, [sig], 0.999, 0.0)]
+    assert w["range"][1] >= 800.0

@@ -169,8 +169,8 @@ def train_regimes(
     the regime and its k nearest regimes (by their mean features) is least: the policy meets loads
     between the measured ones, and a value best at one rate but queueing at the next is no label.
     `watch` names signals the guard watches without the tree splitting on them: their range is
-    taken (between the 1 - `watch_quantile` and `watch_quantile` quantiles, widened by `margin`)
-    over the windows of each regime's labelled value and of the fallback, what the policy sees when
+    taken (each cell between its 1 - `watch_quantile` and `watch_quantile` quantiles, widened by
+    `margin`) over the cells of each regime's labelled value and of the fallback, what the policy sees when
     it does what it should; outside it the policy gives the fallback at once (e.g. a request's
     wait growing past any measured there: the server fell behind, and a load signal counted by the
     server itself then shows its capacity, not the load).
@@ -260,25 +260,26 @@ def train_regimes(
 def _watch_ranges(
     land: Landscape, label: dict[str, int], fallback: int, names: Sequence[str], q: float, margin: float
 ) -> list[dict[str, object]]:
-    """[{"signal", "range"}] over the windows where each regime ran its label or the fallback (absent
-    signals skipped). The fallback's own windows belong in the range: a watched signal that moves
-    with the value (a wait that grows with a batch) would otherwise keep tripping on the fallback
-    it just applied."""
+    """[{"signal", "range"}]: from the lowest to the highest of the cells where a regime ran its
+    label or the fallback, each cell's windows cut at its 1 - q and q quantiles (absent signals
+    skipped). Per cell, not pooled: a pooled quantile cuts off a whole cell's tail, and the
+    fallback's own cells belong in the range, since a watched signal that moves with the value (a
+    wait that grows with a batch) would otherwise keep tripping on the fallback it just applied."""
     out: list[dict[str, object]] = []
     for name in names:
         if not expr.is_name(name):
             raise ValueError(f"watch signal {name!r}: a signal name is needed (absent windows are skipped)")
-        xs = sorted(
-            f[name]
-            for regime, by_value in land.cells.items()
-            for value in {label[regime], fallback}
-            if value in by_value
-            for f in by_value[value].frames
-            if name in f and math.isfinite(f[name])
-        )
-        if not xs:
+        bounds = []
+        for regime, by_value in land.cells.items():
+            for value in {label[regime], fallback}:
+                if value not in by_value:
+                    continue
+                xs = sorted(f[name] for f in by_value[value].frames if name in f and math.isfinite(f[name]))
+                if xs:
+                    bounds.append((xs[int((1 - q) * (len(xs) - 1))], xs[int(q * (len(xs) - 1))]))
+        if not bounds:
             raise ValueError(f"watch signal {name!r}: not in the windows of any regime's labelled value")
-        lo, hi = xs[int((1 - q) * (len(xs) - 1))], xs[int(q * (len(xs) - 1))]
+        lo, hi = min(b[0] for b in bounds), max(b[1] for b in bounds)
         pad = margin * (hi - lo) if hi > lo else margin * max(abs(hi), 1.0)
         out.append({"signal": name, "range": [lo - pad, hi + pad]})
     return out
