@@ -172,3 +172,22 @@ def test_a_safe_direction_moves_that_way_at_once_and_back_after_hold() -> None:
     assert [plain.decide(x)["k"] for x in (low, high, high, high)] == [2, 2, 2, 16]
     with pytest.raises(ValueError, match="prefer must be"):
         TreePolicy(TreeModel(["load"], ["k"], [[2], [16]], nodes, {"prefer": "up"}, None))
+
+
+def test_moving_back_takes_the_safest_choice_of_the_hold_windows() -> None:
+    """Noise alternating between two smaller values still moves back after `hold` windows, to the
+    larger of them; a window choosing the value in effect starts the count again."""
+    nodes = [
+        [0, 20.0, 1, 4, 0],
+        [0, 10.0, 2, 3, 0],
+        [-1, 0.0, -1, -1, 0],
+        [-1, 0.0, -1, -1, 1],
+        [-1, 0.0, -1, -1, 2],
+    ]
+    model = TreeModel(["load"], ["k"], [[2], [8], [16]], nodes, {"prefer": "larger"}, None)
+    policy = TreePolicy(model, hold=3)
+    two, eight, sixteen = {"load": 5.0}, {"load": 15.0}, {"load": 30.0}
+    assert policy.decide(sixteen) == {"k": 16}
+    assert [policy.decide(x)["k"] for x in (two, eight, sixteen, two, eight)] == [16] * 5
+    assert policy.decide(two) == {"k": 8}
+    assert "safest choice" in policy.reason

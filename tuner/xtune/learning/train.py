@@ -154,7 +154,7 @@ def train_regimes(
     tolerance: float = 0.0,
     neighbours: int = 0,
     watch: Sequence[str] = (),
-    watch_quantile: float = 0.999,
+    watch_quantile: float = 0.99,
     prefer: str | None = None,
 ) -> TreeModel:
     """A tree labelled with the measured best value per regime, checked on held-out sweeps.
@@ -169,8 +169,9 @@ def train_regimes(
     the regime and its k nearest regimes (by their mean features) is least: the policy meets loads
     between the measured ones, and a value best at one rate but queueing at the next is no label.
     `watch` names signals the guard watches without the tree splitting on them: their range is
-    taken (each cell between its 1 - `watch_quantile` and `watch_quantile` quantiles, widened by
-    `margin`) over the cells of each regime's labelled value and of the fallback, what the policy sees when
+    taken (each cell between its 1 - `watch_quantile` and `watch_quantile` quantiles, so that a
+    transient in under 1 % of a cell's windows does not set it, widened by `margin`) over the
+    cells of each regime's labelled value and of the fallback, what the policy sees when
     it does what it should; outside it the policy gives the fallback at once (e.g. a request's
     wait growing past any measured there: the server fell behind, and a load signal counted by the
     server itself then shows its capacity, not the load).

@@ -174,8 +174,11 @@ class TreePolicy:
     choice in those windows puts it behind again.
 
     A model trained with a safe direction (card `prefer`: "larger" or "smaller") moves that way at
-    once and waits out `hold` only to move back: a value a step on the unsafe side queues without
-    bound under rising load, one a step on the safe side costs a little while the load falls.
+    once, and back only after `hold` windows in a row chose the unsafe side of the current setting,
+    then to the safest of their choices: a value a step on the unsafe side queues without bound
+    under rising load, one a step on the safe side costs a little while the load falls. (Waiting
+    for `hold` equal choices would never move back where noise alternates between two smaller
+    values.)
     """
 
     name = "tree"
@@ -253,6 +256,9 @@ class TreePolicy:
         pairs = list(zip(self.model.classes[a], self.model.classes[b], strict=True))
         return all(self._sign * (x - y) >= 0 for x, y in pairs) and any(x != y for x, y in pairs)
 
+    def _comparable(self, a: int, b: int) -> bool:
+        return a == b or self._safer(a, b) or self._safer(b, a)
+
     def decide(self, values: Mapping[str, float], empty: Container[str] = ()) -> dict[str, int]:
         """Knob values for the signals of one window (absent signals read as 0); `empty` names the
         signals with no event in the window (a frame's `empty`), which a watch does not judge."""
@@ -272,6 +278,15 @@ class TreePolicy:
         elif self._safer(chosen, st.current):
             self.reason = "tree, toward the safe side at once"
             st.current, st.candidate, st.streak = chosen, None, 0
+        elif self._sign and st.candidate is not None and self._comparable(chosen, st.candidate):
+            # Another window on the unsafe side: the candidate is the safest choice of the streak.
+            st.candidate = chosen if self._safer(chosen, st.candidate) else st.candidate
+            st.streak += 1
+            if st.streak >= self.hold:
+                st.current, st.candidate, st.streak = st.candidate, None, 0
+                self.reason = f"tree, {self.hold} windows on the unsafe side: their safest choice"
+            else:
+                self.reason = "hysteresis: holding"
         elif chosen == st.candidate:
             st.streak += 1
             if st.streak >= self.hold:
