@@ -1,8 +1,11 @@
-"""`xtune demo --short`: both phases run end to end, print before/after and write their reports.
+"""`xtune demo --short`: the three phases run end to end, print before/after and write their reports.
 
 Phase 1 tunes socket buffers through a bottleneck; phase 2 tunes the dataplane server's
 compiled-in RX_BATCH_SIZE through SIE (xrtd's sie-user backend) and must leave the process text
-byte-exact."""
+byte-exact; phase 3 trains a tree from a short sweep and runs it live at 1 ms windows: its table,
+its plot, at least one change of the value, the text byte-exact after. Whether the tree beats the
+compiled value is not asserted here: one short run says little, experiments/bench_adaptive_dataplane.py
+measures it."""
 
 from __future__ import annotations
 
@@ -34,6 +37,11 @@ def test_demo_short(tmp_path: Path) -> None:
     before, after = (int(v) for v in re.findall(r"\d+", knob)[-2:])
     assert before == 64 and 8 <= after < 64, knob  # compiled value -> a smaller batch bound
     assert "RX_BATCH_SIZE restored on exit: process text byte-exact" in out
+    assert "xtune adaptive: before / after" in out
+    changes = next(line for line in out.splitlines() if "value changes" in line)
+    assert int(re.findall(r"\d+", changes)[-1]) >= 1, changes  # the tree moved the value
+    assert "RX_BATCH_SIZE restored after the adaptive phase: process text byte-exact" in out
+    assert (tmp_path / "report-adaptive" / "p99_over_time.png").stat().st_size > 0
     for report in ("report", "report-sie"):
         for name in ("index.html", "objective.png", "knobs.png", "slo_margin.png"):
             assert (tmp_path / report / name).stat().st_size > 0

@@ -239,7 +239,8 @@ def demo(
     ascii: AsciiOption = None,
 ) -> None:
     """Tune a bulk TCP flow's socket buffer limits through a bottleneck (real BPF, real sysctls), then a
-    dataplane server's compiled-in RX_BATCH_SIZE through SIE on the running binary."""
+    dataplane server's compiled-in RX_BATCH_SIZE through SIE on the running binary, then let a tree
+    trained from a short sweep decide it live at 1 ms windows under a shifting load."""
     from xtune.demo.run import run_demo
     from xtune.tuning.console import make_console
 

@@ -8,7 +8,9 @@ smoothed RTT while keeping at least 95 % of the baseline throughput. It prints t
 table and writes the report; the knobs are restored and everything is torn down on exit.
 
 Then the second phase (`sie_phase.py`): a compiled-in constant of an unmodified running binary
-(the dataplane server's RX_BATCH_SIZE) tuned through SIE, with its own table and report.
+(the dataplane server's RX_BATCH_SIZE) tuned through SIE, with its own table and report. And the
+third (`adaptive_phase.py`): the adaptive loop on the same server, a tree trained from a short
+sweep deciding RX_BATCH_SIZE at 1 ms windows on a shifting load, against the compiled value.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from rich.console import Console
 from xtune import paths
 from xtune.config import load
 from xtune.config.schema import SloFile
+from xtune.demo.adaptive_phase import AdaptivePhase, run_adaptive_phase
 from xtune.demo.bottleneck import Bottleneck
 from xtune.demo.sie_phase import SiePhase, run_sie_phase
 from xtune.host.services import Services, free_port
@@ -39,6 +42,7 @@ class DemoRun:
     store_url: str
     metrics_port: int
     sie: SiePhase
+    adaptive: AdaptivePhase
 
 
 def demo_slo(net: Bottleneck, budget: int, short: bool) -> SloFile:
@@ -85,4 +89,5 @@ def run_demo(
     session.print_table(console)
     report = session.write_report(out / "report", console)
     sie = run_sie_phase(out, store, short, None, console)
-    return DemoRun(session.result, report, store.url, port, sie)
+    adaptive = run_adaptive_phase(out, short, console)
+    return DemoRun(session.result, report, store.url, port, sie, adaptive)
