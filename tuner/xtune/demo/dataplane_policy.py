@@ -3,8 +3,9 @@
 experiments/bench_adaptive_dataplane.py (the full benchmark of the adaptive loop) and the demo's
 third phase (adaptive_phase.py) observe the server with the same probes, train with
 `xtune.learning.train.train_regimes` on these settings and run the tree with this hysteresis, so
-the two never drift apart. The settings come from the benchmark's measurements; the comments say
-what each one answers.
+the two never drift apart (NEIGHBOURS is the benchmark's: the demo's sweep has 4 regimes, not 11,
+and sets its own). The settings come from the benchmark's measurements; the comments say what
+each one answers.
 """
 
 from __future__ import annotations
