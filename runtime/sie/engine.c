@@ -158,8 +158,12 @@ static int thread_busy(struct target *t, int i, const struct sie_plan *p, const 
 	const char *name = "(trampoline)";
 	size_t got;
 
-	if (target_regs(t, i, &r))
-		return 0;
+	if (target_regs(t, i, &r)) {
+		/* Exiting (a kill while stopped): never count it out unseen; the next stop tells.
+		 */
+		snprintf(why, whylen, "thread %d: its registers cannot be read", tid);
+		return 1;
+	}
 	if (hidden_return(t, p, r.rip)) {
 		snprintf(why, whylen,
 			 "thread %d is at %#llx, in the kernel's uretprobe trampoline (where it "
