@@ -27,7 +27,8 @@ FAST_MODULES = {
 def pytest_collection_modifyitems(config, items):
     root = config.rootpath
     for item in items:
-        if item.path.relative_to(root).as_posix() in FAST_MODULES:
+        # A test of such a module that needs root (a PostgreSQL store, say) is not fast.
+        if item.path.relative_to(root).as_posix() in FAST_MODULES and not item.get_closest_marker("root"):
             item.add_marker(pytest.mark.fast)
 
 

@@ -12,17 +12,16 @@ from __future__ import annotations
 
 import abc
 import re
-import shutil
-import stat
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from xtune.testing.postgres import init_cluster, server_command
+
 NGINX_CONF = Path("/etc/nginx/nginx.conf")
 REDIS_CONF = Path("/etc/redis/redis.conf")
-PG_ROOT = Path("/usr/lib/postgresql")  # Debian's: <major>/bin/{initdb,postgres}
 
 
 def wait_port(netns: str, port: int, proc: subprocess.Popen[bytes], what: str, timeout: float = 10.0) -> None:
@@ -103,53 +102,16 @@ class Redis(Server):
         ]  # fmt: skip
 
 
-def pg_bin() -> Path:
-    """The bin directory of the newest PostgreSQL major version installed."""
-    found = sorted(PG_ROOT.glob("*/bin/postgres"), key=lambda p: int(p.parent.parent.name))
-    if not found:
-        raise FileNotFoundError(f"no {PG_ROOT}/*/bin/postgres (is Debian's `postgresql` package installed?)")
-    return found[-1].parent
-
-
-def reachable_by_others(path: Path) -> None:
-    """Search (not read) permission on `path` and the private temp dirs above it (mkdtemp's 0700):
-    PostgreSQL refuses to run as root, and the postgres user must reach its data directory.
-    Only dirs under the temp dir are changed; anything else must already be reachable."""
-    tmp = Path(tempfile.gettempdir()).resolve()
-    for d in (path.resolve(), *path.resolve().parents):
-        if d == tmp or not d.is_relative_to(tmp):
-            break
-        mode = d.stat().st_mode
-        if not mode & stat.S_IXOTH:
-            d.chmod(stat.S_IMODE(mode) | stat.S_IXOTH)
-
-
 class Postgres(Server):
     """A private cluster in `dir`/pgdata, made by initdb on first start and kept across restarts
     (the pgbench tables survive a contender change). The unix socket is in the data directory, so
     nothing touches the system cluster's /var/run/postgresql."""
 
     def command(self) -> list[str]:
-        bin_dir = pg_bin()
         data = self.dir / "pgdata"
-        as_postgres = ["setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups"]
-        if not (data / "PG_VERSION").exists():
-            reachable_by_others(self.dir)
-            shutil.rmtree(data, ignore_errors=True)  # a half-made cluster from an interrupted initdb
-            data.mkdir(mode=0o700)
-            shutil.chown(data, "postgres", "postgres")
-            # --no-sync: a throwaway cluster need not survive a host crash; saves seconds of fsync.
-            init = [*as_postgres, str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--no-sync"]
-            out = subprocess.run(init, capture_output=True, text=True)
-            if out.returncode != 0:
-                raise RuntimeError(f"initdb exited with {out.returncode}: {out.stderr.strip()[-500:]}")
-            # Stock pg_hba.conf admits only loopback; the load comes from the veth's peer.
-            with open(data / "pg_hba.conf", "a") as hba:
-                hba.write("host all postgres samenet trust  # xtune case: the client namespace's veth\n")
-        return [
-            *as_postgres, str(bin_dir / "postgres"), "-D", str(data), "-c", f"port={self.port}",
-            "-c", "listen_addresses=*", "-c", f"unix_socket_directories={data}",
-        ]  # fmt: skip
+        # Stock pg_hba.conf admits only loopback; the load comes from the veth's peer.
+        init_cluster(data, hba="host all postgres samenet trust  # xtune case: the client namespace's veth")
+        return server_command(data, self.port, "*")
 
 
 SERVERS: dict[str, type[Server]] = {"nginx": Nginx, "redis": Redis, "postgres": Postgres}

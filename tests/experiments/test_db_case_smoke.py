@@ -8,7 +8,7 @@ import shutil
 import pytest
 from cases import db
 from cases.run import host_values, run_case
-from cases.servers import pg_bin
+from xtune.testing.postgres import pg_bin
 
 
 @pytest.mark.timeout(120)

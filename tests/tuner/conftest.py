@@ -1,7 +1,11 @@
-"""Fixtures for the tuner tests: the bottleneck network, private xobserve/xrtd, SLO files."""
+"""Fixtures for the tuner tests: the bottleneck network, private xobserve/xrtd, SLO files, trial
+stores on SQLite and on a private PostgreSQL cluster."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,6 +14,7 @@ import pytest
 from xtune import paths
 from xtune.demo.bottleneck import Bottleneck
 from xtune.host.services import Services
+from xtune.testing.postgres import Cluster
 
 HERE = Path(__file__).parent
 
@@ -37,3 +42,24 @@ def lab(bin_dir: Path) -> Iterator[Lab]:
     bulk = str(paths.binary("xtune-bulk"))
     with Bottleneck() as net, Services(["tcp", "func"], funcs=[f"{bulk}:bulk_chunk"]) as svc:
         yield Lab(net, svc, bulk)
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[Cluster]:
+    """One private PostgreSQL cluster for the session (a database per test)."""
+    cluster = Cluster(Path(tempfile.mkdtemp(prefix="xtune-pg-")))
+    try:
+        cluster.start()
+        yield cluster
+        cluster.stop()
+    finally:
+        shutil.rmtree(cluster.dir, ignore_errors=True)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.root)])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """An empty trial store's URL: a SQLite file, or a new database in the session's cluster."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'trials.db'}"
+    cluster: Cluster = request.getfixturevalue("pg_cluster")
+    return cluster.create_database(f"trials_{os.getpid()}_{os.urandom(4).hex()}")

@@ -8,7 +8,7 @@ import pytest
 from conftest import HERE
 from xtune.config import load
 from xtune.policies import Outcome, make_policy
-from xtune.trials.store import StoredTrial
+from xtune.trials.store import Store, StoredTrial
 
 VARS = {
     "RECEIVER_NETNS": "/r",
@@ -47,6 +47,33 @@ def test_warm_start_attaches_stored_trials() -> None:
         assert index == 2  # Ax numbered the two attached trials 0 and 1
         assert all(8192 <= v <= 33554432 and isinstance(v, int) for v in params.values())
         policy.complete(index, params, Outcome(20000.0, 5.0, {0: (181.0, 1.0)}, True))
+    finally:
+        policy.close()
+
+
+def test_restarted_run_attaches_every_stored_trial(store_url: str) -> None:
+    """A run stopped after its third trial: `xtune run` again opens the store afresh and its policy
+    attaches every trial with an objective, an SLO line with no value (NaN, stored as null) too."""
+    slo = load(HERE / "slo_good/bufferbloat-bo.yaml", VARS)
+    stopped = Store(store_url)
+    exp = stopped.new_experiment(slo.name, {})
+    for i, (buf, objective, status, mean) in enumerate(
+        [
+            (65536, 16000.0, "completed", 180.0),
+            (1 << 20, 90000.0, "completed", 181.0),
+            (8192, 1e6, "infeasible", math.nan),
+        ]
+    ):
+        params = {"rcv_buf_max": buf, "snd_buf_max": buf}
+        metrics = {"slo": {"0": [mean, 1.0]}}
+        stopped.add_trial(exp, StoredTrial(i, "bo", params, status, objective, 10.0, metrics), 1.0, 2.0)
+    stopped.add_trial(
+        exp, StoredTrial(3, "bo", {"rcv_buf_max": 1, "snd_buf_max": 1}, "failed", None, None, {}), 2.0, 3.0
+    )
+
+    policy = make_policy(slo, {0: 170.0}, Store(store_url).trials(name=slo.name))
+    try:
+        assert policy.warm_started == 3  # the failed trial has no objective to attach
     finally:
         policy.close()
 

@@ -1,15 +1,26 @@
-"""Trial store: everything written comes back, by run and by experiment name."""
+"""Trial store: everything written comes back, by run and by experiment name, on SQLite and on
+PostgreSQL; the schema is the migrations' head; a store made before migrations upgrades in place;
+a PostgreSQL restart loses no committed trial."""
 
 from __future__ import annotations
 
+import math
+import sqlite3
 from pathlib import Path
 
-from xtune.trials.store import Store, StoredTrial
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from conftest import HERE
+from xtune.testing.postgres import Cluster
+from xtune.trials.store import MIGRATIONS, Base, Store, StoredTrial, StoreError
+
+HEAD = ScriptDirectory(str(MIGRATIONS)).get_current_head()
 
 
-def test_round_trip(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'trials.db'}"
-    store = Store(url)
+def test_round_trip(store_url: str) -> None:
+    store = Store(store_url)
     exp = store.new_experiment("rt", {"name": "rt", "objective": {"minimize": "x"}})
     trial = StoredTrial(0, "bo", {"a": 65536, "b": "fq"}, "completed", 12.5, 0.5, {"slo": {"0": [1.0, 0.1]}})
     store.add_trial(exp, trial, 1.0, 2.0)
@@ -19,7 +30,7 @@ def test_round_trip(tmp_path: Path) -> None:
     store.add_rollback(exp, 1, "x: 9 vs bound 3", {"a": 1}, {"a": 65536}, 2)
     store.update_experiment(exp, baseline={"objective": 20.0}, result={"gain": 0.4})
 
-    again = Store(url)  # a fresh engine reads what the first wrote
+    again = Store(store_url)  # a fresh engine reads what the first wrote
     assert again.trials(exp) == [trial, StoredTrial(1, "bo", {"a": 1}, "infeasible", 99.0, None, {})]
     assert again.trials(name="rt")[0] == trial
     assert again.trials(name="other") == []
@@ -38,3 +49,87 @@ def test_round_trip(tmp_path: Path) -> None:
     e = again.experiment(exp)
     assert e is not None and e.baseline == {"objective": 20.0} and e.result == {"gain": 0.4}
     assert [x.name for x in again.experiments("rt")] == ["rt"]
+
+
+def test_non_finite_values_read_back_as_null(store_url: str) -> None:
+    """An SLO line with no value in any window has a NaN mean; JSON (and PostgreSQL) has no NaN."""
+    store = Store(store_url)
+    exp = store.new_experiment("nan", {})
+    slo = {"slo": {"0": [math.nan, math.nan], "1": [2.0, math.inf]}}
+    store.add_trial(exp, StoredTrial(0, "bo", {"a": 1}, "completed", 1.0, 0.0, slo), 1.0, 2.0)
+    store.update_experiment(exp, baseline={"objective": math.nan})
+    (t,) = Store(store_url).trials(exp)
+    assert t.metrics == {"slo": {"0": [None, None], "1": [2.0, None]}}
+    assert store.experiment(exp).baseline == {"objective": None}  # type: ignore[union-attr]
+
+
+def test_schema_is_the_models_at_the_newest_revision(store_url: str) -> None:
+    store = Store(store_url)
+    with store.engine.connect() as conn:
+        context = MigrationContext.configure(conn)
+        assert context.get_current_revision() == HEAD
+        assert compare_metadata(context, Base.metadata) == []
+
+
+def test_store_made_before_migrations_upgrades_in_place(tmp_path: Path) -> None:
+    db = tmp_path / "old.db"
+    with sqlite3.connect(db) as old:  # the tables and rows as the code before migrations wrote them
+        old.executescript((HERE / "store_before_migrations.sql").read_text())
+        old.execute(
+            "INSERT INTO experiments (id, name, config, created, baseline)"
+            " VALUES (1, 'old', '{}', 1.0, '{\"objective\": 20.0}')"
+        )
+        trials = [
+            (0, "bo", '{"a": 65536}', "completed", 12.5, 0.5, '{"slo": {"0": [1.0, 0.1]}}'),
+            (1, "bo", '{"a": 1}', "infeasible", 99.0, None, '{"slo": {"0": [NaN, NaN]}}'),
+        ]
+        old.executemany(
+            'INSERT INTO trials (experiment_id, "index", policy, params, status, objective, objective_sem,'
+            " metrics, started, ended) VALUES (1, ?, ?, ?, ?, ?, ?, ?, 1.0, 2.0)",
+            trials,
+        )
+    store = Store(f"sqlite:///{db}")
+    got = store.trials(name="old")
+    assert [(t.index, t.params, t.status, t.objective, t.objective_sem) for t in got] == [
+        (0, {"a": 65536}, "completed", 12.5, 0.5),
+        (1, {"a": 1}, "infeasible", 99.0, None),
+    ]
+    assert got[0].metrics == {"slo": {"0": [1.0, 0.1]}}
+    assert all(math.isnan(x) for x in got[1].metrics["slo"]["0"])  # Python's JSON token, read as written
+    with sqlite3.connect(db) as upgraded:
+        assert upgraded.execute("SELECT version_num FROM alembic_version").fetchall() == [(HEAD,)]
+    store.add_trial(1, StoredTrial(2, "bo", {"a": 2}, "completed", 3.0, 0.1, {}), 3.0, 4.0)
+    assert [t.index for t in Store(f"sqlite:///{db}").trials(1)] == [0, 1, 2]
+
+
+def test_other_databases_are_refused_unchanged(tmp_path: Path) -> None:
+    foreign = tmp_path / "foreign.db"
+    with sqlite3.connect(foreign) as db:
+        db.execute("CREATE TABLE notes (text TEXT)")
+    before = foreign.read_bytes()
+    with pytest.raises(StoreError, match=rf"{foreign}: not a trial store \(tables notes\)"):
+        Store(f"sqlite:///{foreign}")
+    assert foreign.read_bytes() == before
+
+    newer = tmp_path / "newer.db"
+    Store(f"sqlite:///{newer}")
+    with sqlite3.connect(newer) as db:
+        db.execute("UPDATE alembic_version SET version_num = '9999'")
+    with pytest.raises(StoreError, match=rf"{newer}: cannot upgrade the schema: .*9999"):
+        Store(f"sqlite:///{newer}")
+
+
+@pytest.mark.root
+def test_postgres_restart_loses_no_committed_trial(pg_cluster: Cluster) -> None:
+    """Committed is durable: a trial written before the server quits at once (as in a crash) is
+    there after recovery, and the same store writes on through a new connection."""
+    url = pg_cluster.create_database("restart")
+    store = Store(url)
+    exp = store.new_experiment("restart", {})
+    first = StoredTrial(0, "bo", {"a": 1}, "completed", 1.0, 0.1, {})
+    store.add_trial(exp, first, 1.0, 2.0)
+    pg_cluster.stop("immediate")
+    pg_cluster.start()
+    second = StoredTrial(1, "bo", {"a": 2}, "completed", 2.0, 0.1, {})
+    store.add_trial(exp, second, 2.0, 3.0)
+    assert Store(url).trials(exp) == [first, second]

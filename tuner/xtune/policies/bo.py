@@ -140,7 +140,12 @@ class BoPolicy(TrialPolicy):
                 continue
             if any(k.range and not k.range[0] <= t.params[n] <= k.range[1] for n, k in knobs.items()):
                 continue
-            slo_raw = {int(i): tuple(v) for i, v in t.metrics.get("slo", {}).items()}
+            # Lines with no value (null in the store) are left out, as `Runner` leaves them out live.
+            slo_raw = {
+                int(i): (mean, sem if sem is not None and math.isfinite(sem) else 0.0)
+                for i, (mean, sem) in t.metrics.get("slo", {}).items()
+                if mean is not None and math.isfinite(mean)
+            }
             outcome = Outcome(t.objective, t.objective_sem or 0.0, slo_raw, t.status == "completed")
             raw = _raw(outcome, self.log)  # type: ignore[arg-type]
             values = {n: float(v) if knobs[n].range else v for n, v in t.params.items()}

@@ -54,7 +54,7 @@ def write_report(store: Store, experiment_id: int, out_dir: str | Path) -> Path:
         label="completed",
     )
     ax.plot([t.index for t in bad], [t.objective for t in bad], "rx", label="infeasible (guard)")  # type: ignore[arg-type]
-    if exp.baseline:
+    if exp.baseline and exp.baseline.get("objective") is not None:  # null: no window had a value
         ax.axhline(exp.baseline["objective"], color="gray", ls="--", label="baseline")
     values = [t.objective for t in trials if t.objective is not None]
     if values and min(values) > 0 and max(values) > 10 * min(values):

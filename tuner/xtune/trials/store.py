@@ -1,17 +1,62 @@
 """The trial store: experiments, trials, measurements, decisions and rollbacks.
 
-SQLAlchemy over SQLite by default (`sqlite:///experiments/xtune.db` style URLs); a PostgreSQL
-URL works the same. `create_all` makes the tables on first use.
+SQLAlchemy over SQLite (`sqlite:///build/xtune-trials.db`, the default) or PostgreSQL
+(`postgresql://user@host:port/db`, through psycopg). The schema is Alembic's (migrations/): opening
+a store upgrades it to the newest revision; a store made before migrations is recognised by its
+tables and upgraded in place.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from sqlalchemy import JSON, Float, ForeignKey, Integer, String, create_engine, select
+from alembic import command
+from alembic.config import Config
+from alembic.util import CommandError
+from sqlalchemy import (
+    JSON,
+    Connection,
+    Float,
+    ForeignKey,
+    Integer,
+    String,
+    create_engine,
+    inspect,
+    select,
+    text,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
+
+MIGRATIONS = Path(__file__).with_name("migrations")
+# The tables of a store made before migrations: that schema is revision 0001.
+UNVERSIONED_TABLES = {"experiments", "trials", "measurements", "decisions", "rollbacks"}
+# Taken while upgrading a PostgreSQL store, so processes opening it at once upgrade it once.
+PG_UPGRADE_LOCK = 0x78747374  # "xtst"
+
+
+class StoreError(Exception):
+    """A store that cannot be opened as a trial store, with the URL and the reason."""
+
+
+def _finite_json(value: Any) -> Any:
+    """NaN and infinities become null: JSON has no token for them (PostgreSQL refuses Python's
+    `NaN`), and a store reads the same on every backend."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite_json(v) for v in value]
+    return value
+
+
+def _json_dumps(value: Any) -> str:
+    return json.dumps(_finite_json(value), allow_nan=False)
 
 
 class Base(DeclarativeBase):
@@ -88,11 +133,32 @@ class StoredTrial:
     metrics: dict[str, Any]
 
 
+def _upgrade(conn: Connection, where: str) -> None:
+    """Bring the store on `conn` to the newest revision (in one transaction where the backend has
+    transactional DDL: PostgreSQL)."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": PG_UPGRADE_LOCK})
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["connection"] = conn
+    tables = set(inspect(conn).get_table_names())
+    if tables and "alembic_version" not in tables:
+        if tables != UNVERSIONED_TABLES:
+            raise StoreError(f"{where}: not a trial store (tables {', '.join(sorted(tables))})")
+        command.stamp(config, "0001")
+    try:
+        command.upgrade(config, "head")
+    except CommandError as e:  # e.g. a revision of a newer xtune
+        raise StoreError(f"{where}: cannot upgrade the schema: {e}") from e
+
+
 class Store:
     def __init__(self, url: str) -> None:
         self.url = url
-        self.engine = create_engine(url)
-        Base.metadata.create_all(self.engine)
+        # pre-ping: a connection the server dropped (PostgreSQL restarted) is replaced, not used.
+        self.engine = create_engine(url, json_serializer=_json_dumps, pool_pre_ping=True)
+        with self.engine.begin() as conn:
+            _upgrade(conn, self.engine.url.render_as_string(hide_password=True))
 
     def _add(self, row: Base) -> int:
         with Session(self.engine, expire_on_commit=False) as s:
@@ -151,7 +217,7 @@ class Store:
     def add_decision(self, experiment_id: int, policy: str, values: dict[str, Any], reason: str) -> None:
         self._add(
             DecisionRow(
-                experiment_id=experiment_id, t=time.time(), policy=policy, values=values, reason=reason
+                experiment_id=experiment_id, t=time.time(), policy=policy, values=values, reason=reason[:256]
             )
         )
 
