@@ -87,7 +87,7 @@ struct xt_knob_table_header {
 	uint32_t xrtd_pid;
 	uint32_t reserved;
 	uint64_t doorbell; /* the tuner may bump this (and FUTEX_WAKE) to cut xrtd's latency */
-	uint64_t lease_deadline_ns; /* CLOCK_MONOTONIC; 0 = no lease held */
+	uint64_t lease_deadline_ns; /* CLOCK_MONOTONIC: the first held lease to end; 0 = none */
 };
 
 /* The mapping: header page, then slot_count slots. */

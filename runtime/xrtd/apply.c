@@ -131,14 +131,40 @@ int knob_revert(struct xrtd_knob *k, int64_t value, const char *reason, char err
 	return 0;
 }
 
+int knob_add(const struct knob_spec *spec, struct xrtd_knob **out, char err[XRTD_ERR_LEN])
+{
+	struct xrtd_knob *k = knob_find(spec->name);
+	int ret;
+
+	if (k && knob_matches(k, spec)) { /* a tuner registering again, e.g. after a restart */
+		*out = k;
+		return 0;
+	}
+	ret = knob_register(spec, &k, err);
+	if (ret)
+		return ret;
+	ret = journal_register(k);
+	if (ret) {
+		knob_unregister(k);
+		return xrtd_errf(err, -ret, "register %s: journal write failed (%s)", spec->name,
+				 strerror(-ret));
+	}
+	*out = k;
+	return 0;
+}
+
 int knob_remove(struct xrtd_knob *k, const char *reason, char err[XRTD_ERR_LEN])
 {
-	if (k->armed && !k->kept) {
-		int ret = knob_revert(k, k->original, reason, err);
+	int ret = 0;
 
-		if (ret)
-			return ret;
-	}
+	if (k->armed && !k->kept)
+		ret = knob_revert(k, k->original, reason, err);
+	if (ret)
+		return ret;
+	ret = journal_unregister(k);
+	if (ret) /* still registered, as the journal says: a restarted xrtd would register it */
+		return xrtd_errf(err, -ret, "unregister %s: journal write failed (%s)", k->name,
+				 strerror(-ret));
 	knob_unregister(k);
 	return 0;
 }

@@ -25,7 +25,9 @@ int knob_set(struct xrtd_knob *k, int64_t value, const char *reason, const char 
 	     char err[XRTD_ERR_LEN]);
 /* Put `k` back to `value` (original or good), journaled and audited; state ROLLED_BACK. */
 int knob_revert(struct xrtd_knob *k, int64_t value, const char *reason, char err[XRTD_ERR_LEN]);
-/* Restore the original (unless kept), then unregister. */
+/* Register and journal; a knob registered the same way already is returned as it is. */
+int knob_add(const struct knob_spec *spec, struct xrtd_knob **out, char err[XRTD_ERR_LEN]);
+/* Restore the original (unless kept), journal, then unregister. */
 int knob_remove(struct xrtd_knob *k, const char *reason, char err[XRTD_ERR_LEN]);
 /* Restore every armed, non-kept knob to its original (exit path). */
 void knobs_restore_all(const char *reason);
@@ -46,17 +48,31 @@ struct txn {
 };
 int txn_commit(struct txn *t, char err[XRTD_ERR_LEN]);
 
-/* lease.c: the tuner's lease; on expiry armed knobs go back to good (or original) values. */
+/* lease.c: one lease per client; on expiry the armed knobs it owns go back to good or original. */
+#define LEASE_MAX 64
 enum lease_action { LEASE_TO_GOOD, LEASE_TO_ORIGINAL };
+struct lease {
+	char client[XRTD_CLIENT_LEN]; /* "" = the anonymous client */
+	bool held;
+	uint64_t deadline_ns;
+	uint64_t expiries;
+};
 void lease_set_action(enum lease_action action);
 const char *lease_action_name(void);
-void lease_grant(uint64_t ms);
-void lease_release(void);
-/* Held? And how many ms are left (negative when overdue). */
-bool lease_held(int64_t *remaining_ms);
+/* Grant or extend `client`'s lease by ms. */
+int lease_grant(const char *client, uint64_t ms, char err[XRTD_ERR_LEN]);
+void lease_release(const char *client);
+/* The lease of `client` (NULL: it never held one); the i-th lease (NULL past the last). */
+const struct lease *lease_of(const char *client);
+const struct lease *lease_at(int i);
+/* How many ms are left (negative when overdue, 0 when not held). */
+int64_t lease_remaining_ms(const struct lease *l);
 void lease_check(void);
 
-/* recovery.c: put back what the journal of a crashed run left armed, then start a new journal. */
+/*
+ * recovery.c: put back what the journal of the last run left armed, register its knobs again
+ * (those whose target is gone are dropped, audited), then start a new journal. Needs the table.
+ */
 int recovery_run(const char *state_dir, bool journal_sync_all, char err[XRTD_ERR_LEN]);
 
 #endif /* XRTD_APPLY_H */

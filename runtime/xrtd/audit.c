@@ -34,26 +34,49 @@ static void value_text(const struct xrtd_knob *k, int64_t v, char *buf, size_t l
 		snprintf(buf, len, "#%lld", (long long)v);
 }
 
-void audit_change(const struct xrtd_knob *k, int64_t old, int64_t value, const char *outcome,
-		  const char *reason, const char *via)
+/* "<time> knob=<name> backend=<b> target=<t>[ netns=<n>] " */
+static void line_start(struct jbuf *line, const struct xrtd_knob *k)
 {
-	char when[40], a[64], b[64];
-	struct jbuf line = {0};
+	char when[40];
 	struct timespec ts;
 	struct tm tm;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+	jb_printf(line, "%s.%06ldZ knob=%s backend=%s target=%s%s%s ", when, ts.tv_nsec / 1000,
+		  k->name, k->backend->name, k->target, k->netns[0] ? " netns=" : "", k->netns);
+}
+
+/* " reason=\"...\"\n", then the line goes out. */
+static void line_end(struct jbuf *line, const char *reason)
+{
+	jb_printf(line, " reason=");
+	jb_str(line, reason && *reason ? reason : "(none given)");
+	jb_printf(line, "\n");
+	if (audit_fd >= 0 && write(audit_fd, line->p, line->len) != (ssize_t)line->len)
+		fprintf(stderr, "xrtd: audit write failed: %s\n", strerror(errno));
+	jb_free(line);
+}
+
+void audit_change(const struct xrtd_knob *k, int64_t old, int64_t value, const char *outcome,
+		  const char *reason, const char *via)
+{
+	struct jbuf line = {0};
+	char a[64], b[64];
+
 	value_text(k, old, a, sizeof(a));
 	value_text(k, value, b, sizeof(b));
-	jb_printf(&line,
-		  "%s.%06ldZ knob=%s backend=%s target=%s%s%s %s -> %s %s via=%s reason=", when,
-		  ts.tv_nsec / 1000, k->name, k->backend->name, k->target,
-		  k->netns[0] ? " netns=" : "", k->netns, a, b, outcome, via);
-	jb_str(&line, reason && *reason ? reason : "(none given)");
-	jb_printf(&line, "\n");
-	if (audit_fd >= 0 && write(audit_fd, line.p, line.len) != (ssize_t)line.len)
-		fprintf(stderr, "xrtd: audit write failed: %s\n", strerror(errno));
-	jb_free(&line);
+	line_start(&line, k);
+	jb_printf(&line, "%s -> %s %s via=%s", a, b, outcome, via);
+	line_end(&line, reason);
+}
+
+void audit_registration(const struct xrtd_knob *k, const char *outcome, const char *reason)
+{
+	struct jbuf line = {0};
+
+	line_start(&line, k);
+	jb_printf(&line, "%s via=restart", outcome);
+	line_end(&line, reason);
 }

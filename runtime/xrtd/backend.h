@@ -23,9 +23,10 @@
 #include "util.h"
 #include "xtune/knob.h"
 
-#define XRTD_NETNS_LEN 256
-#define XRTD_ENUM_MAX  16
-#define XRTD_ENUM_LEN  32
+#define XRTD_NETNS_LEN	256
+#define XRTD_ENUM_MAX	16
+#define XRTD_ENUM_LEN	32
+#define XRTD_CLIENT_LEN 64 /* a client's name (hello), "" for the anonymous client */
 
 struct xrtd_knob {
 	int slot;			 /* index in the shared table */
@@ -44,7 +45,8 @@ struct xrtd_knob {
 	bool armed;	   /* journaled as changed: must be restored on exit */
 	bool kept;	   /* told to keep its value on exit */
 	uint64_t seen_gen; /* the shared slot desired_gen last acted on */
-	void *priv;	   /* backend state, set by validate(), freed by release() */
+	char client[XRTD_CLIENT_LEN]; /* whose lease covers it: who last registered or set it */
+	void *priv;		      /* backend state, set by validate(), freed by release() */
 };
 
 struct xrtd_backend {

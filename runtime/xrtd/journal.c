@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * The journal: JSON lines, appended and fdatasync'd before the change each one announces.
- * journal_read() gives back every knob the last run left armed (neither restored nor kept);
- * recovery.c puts them back before journal_start() begins a fresh journal.
+ * journal_read() gives back every knob of the last run: armed (changed, neither restored nor
+ * kept) and registered (not unregistered). recovery.c puts the armed ones back and registers the
+ * others again before journal_start() begins a fresh journal holding those registrations.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -37,7 +38,8 @@ const char *journal_path(void)
 /*
  * One record per write(): it reaches the page cache before the change it announces, so it
  * survives any crash of xrtd. `durable` records are also fdatasync'd, surviving power loss: the
- * arm records always (they hold the originals replay restores), the others with --journal-sync all.
+ * arm records always (they hold the originals replay restores) and the rare register and
+ * unregister records, the others with --journal-sync all.
  */
 static int append(struct jbuf *b, bool durable)
 {
@@ -58,24 +60,49 @@ static void knob_identity(struct jbuf *b, const struct xrtd_knob *k)
 	jb_str(b, k->name);
 }
 
+/* What the knob is: backend, target, netns, type and enum values (arm and register records). */
+static void knob_description(struct jbuf *b, const struct xrtd_knob *k)
+{
+	jb_printf(b, ",\"backend\":");
+	jb_str(b, k->backend->name);
+	jb_printf(b, ",\"target\":");
+	jb_str(b, k->target);
+	jb_printf(b, ",\"netns\":");
+	jb_str(b, k->netns);
+	jb_printf(b, ",\"type\":\"%s\",\"enum\":[", k->type == XT_KNOB_ENUM ? "enum" : "int");
+	for (int i = 0; i < k->enum_count; i++) {
+		jb_printf(b, i ? "," : "");
+		jb_str(b, k->enum_values[i]);
+	}
+	jb_printf(b, "]");
+}
+
+static void register_record(struct jbuf *b, const struct xrtd_knob *k)
+{
+	jb_printf(b, "{\"op\":\"register\",");
+	knob_identity(b, k);
+	knob_description(b, k);
+	jb_printf(b, ",\"min\":%" PRId64 ",\"max\":%" PRId64 ",\"step\":%" PRId64 ",\"slot\":%d}",
+		  k->min, k->max, k->step, k->slot);
+}
+
+/* Registrations are durable like the originals: a restarted xrtd registers them again. */
+int journal_register(const struct xrtd_knob *k)
+{
+	struct jbuf b = {0};
+
+	register_record(&b, k);
+	return append(&b, true);
+}
+
 int journal_arm(const struct xrtd_knob *k)
 {
 	struct jbuf b = {0};
 
 	jb_printf(&b, "{\"op\":\"arm\",");
 	knob_identity(&b, k);
-	jb_printf(&b, ",\"backend\":");
-	jb_str(&b, k->backend->name);
-	jb_printf(&b, ",\"target\":");
-	jb_str(&b, k->target);
-	jb_printf(&b, ",\"netns\":");
-	jb_str(&b, k->netns);
-	jb_printf(&b, ",\"type\":\"%s\",\"enum\":[", k->type == XT_KNOB_ENUM ? "enum" : "int");
-	for (int i = 0; i < k->enum_count; i++) {
-		jb_printf(&b, i ? "," : "");
-		jb_str(&b, k->enum_values[i]);
-	}
-	jb_printf(&b, "],\"original\":%" PRId64 "}", k->original);
+	knob_description(&b, k);
+	jb_printf(&b, ",\"original\":%" PRId64 "}", k->original);
 	return append(&b, true);
 }
 
@@ -90,24 +117,29 @@ int journal_set(const struct xrtd_knob *k, int64_t old, int64_t value, uint64_t 
 	return append(&b, false);
 }
 
-static int knob_record(const struct xrtd_knob *k, const char *op)
+static int knob_record(const struct xrtd_knob *k, const char *op, bool durable)
 {
 	struct jbuf b = {0};
 
 	jb_printf(&b, "{\"op\":\"%s\",", op);
 	knob_identity(&b, k);
 	jb_printf(&b, "}");
-	return append(&b, false);
+	return append(&b, durable);
+}
+
+int journal_unregister(const struct xrtd_knob *k)
+{
+	return knob_record(k, "unregister", true);
 }
 
 int journal_restored(const struct xrtd_knob *k)
 {
-	return knob_record(k, "restored");
+	return knob_record(k, "restored", false);
 }
 
 int journal_keep(const struct xrtd_knob *k)
 {
-	return knob_record(k, "keep");
+	return knob_record(k, "keep", false);
 }
 
 int journal_txn(uint64_t txn, const char *what)
@@ -133,59 +165,97 @@ static struct journal_knob *find_entry(struct journal_knob *r, int n, const char
 	return NULL;
 }
 
+static const struct json *int_field(const struct json *rec, const char *key)
+{
+	const struct json *f = json_get(rec, key);
+
+	return f && f->type == JSON_INT ? f : NULL;
+}
+
+/* The knob's entry, added when it is new. */
+static struct journal_knob *entry(struct journal_knob **r, int *n, int *cap, const char *name)
+{
+	struct journal_knob *e = find_entry(*r, *n, name);
+
+	if (e)
+		return e;
+	if (*n == *cap) {
+		*cap = *cap ? *cap * 2 : 16;
+		*r = realloc(*r, *cap * sizeof(**r));
+		if (!*r)
+			abort();
+	}
+	e = &(*r)[(*n)++];
+	memset(e, 0, sizeof(*e));
+	snprintf(e->k.name, sizeof(e->k.name), "%s", name);
+	return e;
+}
+
+/* The description of an arm or register record; -1 when a field is missing. */
+static int read_description(const struct json *rec, struct xrtd_knob *k)
+{
+	const char *backend = str_field(rec, "backend"), *target = str_field(rec, "target");
+	const char *netns = str_field(rec, "netns"), *type = str_field(rec, "type");
+	const struct json *en = json_get(rec, "enum");
+
+	if (!backend || !target || !netns || !type || !en || en->type != JSON_ARRAY ||
+	    !xrtd_backend_by_name(backend))
+		return -1;
+	snprintf(k->target, sizeof(k->target), "%s", target);
+	snprintf(k->netns, sizeof(k->netns), "%s", netns);
+	k->backend = xrtd_backend_by_name(backend);
+	k->type = strcmp(type, "enum") ? XT_KNOB_INT : XT_KNOB_ENUM;
+	k->enum_count = 0;
+	for (const struct json *v = en->child; v && k->enum_count < XRTD_ENUM_MAX; v = v->next)
+		if (v->type == JSON_STRING)
+			snprintf(k->enum_values[k->enum_count++], XRTD_ENUM_LEN, "%s", v->s);
+	return 0;
+}
+
 /* Apply one record to the knobs read so far; -1 when it is not a record this journal writes. */
 static int read_record(const struct json *rec, struct journal_knob **r, int *n, int *cap)
 {
 	const char *op = str_field(rec, "op"), *name = str_field(rec, "knob");
-	const struct json *orig, *en;
+	const struct json *orig = int_field(rec, "original"), *min = int_field(rec, "min");
+	const struct json *max = int_field(rec, "max"), *step = int_field(rec, "step");
+	const struct json *slot = int_field(rec, "slot");
 	struct journal_knob *e;
 
 	if (!op)
 		return -1;
 	if (!strcmp(op, "txn") || !strcmp(op, "start"))
 		return 0;
-	if (!name)
+	if (!name || strlen(name) >= XT_KNOB_NAME_LEN)
 		return -1;
-	e = find_entry(*r, *n, name);
+	/* A bad arm or register record leaves an entry with nothing to restore or register. */
 	if (!strcmp(op, "arm")) {
-		const char *backend = str_field(rec, "backend"), *target = str_field(rec, "target");
-		const char *netns = str_field(rec, "netns"), *type = str_field(rec, "type");
-
-		orig = json_get(rec, "original");
-		en = json_get(rec, "enum");
-		if (!backend || !target || !netns || !type || !orig || orig->type != JSON_INT ||
-		    !en || en->type != JSON_ARRAY || !xrtd_backend_by_name(backend))
+		e = entry(r, n, cap, name);
+		if (!orig || read_description(rec, &e->k))
 			return -1;
-		if (!e) {
-			if (*n == *cap) {
-				*cap = *cap ? *cap * 2 : 16;
-				*r = realloc(*r, *cap * sizeof(**r));
-				if (!*r)
-					abort();
-			}
-			e = &(*r)[(*n)++];
-		}
-		memset(e, 0, sizeof(*e));
-		snprintf(e->k.name, sizeof(e->k.name), "%s", name);
-		snprintf(e->k.target, sizeof(e->k.target), "%s", target);
-		snprintf(e->k.netns, sizeof(e->k.netns), "%s", netns);
-		e->k.backend = xrtd_backend_by_name(backend);
-		e->k.type = strcmp(type, "enum") ? XT_KNOB_INT : XT_KNOB_ENUM;
-		for (const struct json *v = en->child; v && e->k.enum_count < XRTD_ENUM_MAX;
-		     v = v->next)
-			if (v->type == JSON_STRING)
-				snprintf(e->k.enum_values[e->k.enum_count++], XRTD_ENUM_LEN, "%s",
-					 v->s);
 		e->k.original = orig->i;
 		e->armed = true;
 		return 0;
 	}
-	if (!e)
+	if (!strcmp(op, "register")) {
+		e = entry(r, n, cap, name);
+		if (!min || !max || !step || !slot || read_description(rec, &e->k))
+			return -1;
+		e->k.min = min->i;
+		e->k.max = max->i;
+		e->k.step = step->i;
+		e->k.slot = (int)slot->i;
+		e->registered = true;
+		return 0;
+	}
+	e = find_entry(*r, *n, name);
+	if (!e || !e->k.backend)
 		return -1;
 	if (!strcmp(op, "set"))
 		e->armed = true;
 	else if (!strcmp(op, "restored") || !strcmp(op, "keep"))
 		e->armed = false;
+	else if (!strcmp(op, "unregister"))
+		e->registered = false;
 	else
 		return -1;
 	return 0;
@@ -234,7 +304,10 @@ int journal_read(struct journal_knob **out, int *count, char err[XRTD_ERR_LEN])
 	return bad;
 }
 
-/* Start a fresh journal (temp + rename): after replay nothing in the old one is pending. */
+/*
+ * Start a fresh journal (temp + rename): after replay nothing in the old one is pending but the
+ * registrations, which are written again in one step, so none is lost to a crash in between.
+ */
 static int rewrite(char err[XRTD_ERR_LEN])
 {
 	char tmp[PATH_MAX + 8];
@@ -246,6 +319,11 @@ static int rewrite(char err[XRTD_ERR_LEN])
 	if (fd < 0)
 		return xrtd_errf(err, errno, "%s: %s", tmp, strerror(errno));
 	jb_printf(&b, "{\"op\":\"start\",\"pid\":%d}\n", getpid());
+	for (int i = 0; i < XT_KNOB_MAX; i++)
+		if (knob_at(i)) {
+			register_record(&b, knob_at(i));
+			jb_printf(&b, "\n");
+		}
 	if (write(fd, b.p, b.len) != (ssize_t)b.len || fsync(fd) || rename(tmp, path)) {
 		int e = errno;
 

@@ -58,9 +58,9 @@ int knob_check(const struct xrtd_knob *k, int64_t value, char err[XRTD_ERR_LEN])
 	return 0;
 }
 
-static bool valid_name(const char *s)
+bool xrtd_name_valid(const char *s, size_t size)
 {
-	if (!*s || strlen(s) >= XT_KNOB_NAME_LEN)
+	if (!*s || strlen(s) >= size)
 		return false;
 	for (; *s; s++)
 		if (!(*s >= 'a' && *s <= 'z') && !(*s >= 'A' && *s <= 'Z') &&
@@ -80,7 +80,7 @@ static int knob_init(struct xrtd_knob *k, const struct knob_spec *spec, char err
 {
 	int ret;
 
-	if (!valid_name(spec->name))
+	if (!xrtd_name_valid(spec->name, XT_KNOB_NAME_LEN))
 		return xrtd_errf(err, EINVAL,
 				 "register: name '%s' must be 1..%d characters of "
 				 "[A-Za-z0-9_.:-]",
@@ -144,13 +144,42 @@ static int knob_init(struct xrtd_knob *k, const struct knob_spec *spec, char err
 	return 0;
 }
 
+void knob_own(struct xrtd_knob *k, const char *client)
+{
+	snprintf(k->client, sizeof(k->client), "%s", client);
+}
+
+bool knob_matches(const struct xrtd_knob *k, const struct knob_spec *spec)
+{
+	if (strcmp(k->backend->name, spec->backend) || strcmp(k->target, spec->target) ||
+	    strcmp(k->netns, spec->netns ? spec->netns : ""))
+		return false;
+	if (spec->enum_count) {
+		if (k->type != XT_KNOB_ENUM || k->enum_count != spec->enum_count)
+			return false;
+		for (int i = 0; i < spec->enum_count; i++)
+			if (strcmp(k->enum_values[i], spec->enum_values[i]))
+				return false;
+		return true;
+	}
+	if (k->type == XT_KNOB_ENUM) /* its values taken from the target (sysfs) */
+		return !spec->has_min && !spec->has_max;
+	return spec->has_min && spec->has_max && spec->min == k->min && spec->max == k->max &&
+	       (spec->step ? spec->step : 1) == k->step;
+}
+
 int knob_register(const struct knob_spec *spec, struct xrtd_knob **out, char err[XRTD_ERR_LEN])
 {
 	struct xrtd_knob *k;
 	int slot = -1, ret;
 
 	if (knob_find(spec->name))
-		return xrtd_errf(err, EEXIST, "register: knob '%s' already exists", spec->name);
+		return xrtd_errf(err, EEXIST,
+				 "register: knob '%s' already exists with another backend, target, "
+				 "netns or bounds",
+				 spec->name);
+	if (spec->has_slot && spec->slot >= 0 && spec->slot < XT_KNOB_MAX && !knobs[spec->slot])
+		slot = spec->slot;
 	for (int i = 0; i < XT_KNOB_MAX && slot < 0; i++)
 		if (!knobs[i])
 			slot = i;
@@ -160,6 +189,7 @@ int knob_register(const struct knob_spec *spec, struct xrtd_knob **out, char err
 	k = calloc(1, sizeof(*k));
 	if (!k)
 		return xrtd_errf(err, ENOMEM, "register %s: out of memory", spec->name);
+	k->slot = slot; /* backends may name their files after it */
 	ret = knob_init(k, spec, err);
 	if (ret) {
 		knob_free(k);
@@ -176,7 +206,6 @@ int knob_register(const struct knob_spec *spec, struct xrtd_knob **out, char err
 			return ret;
 		}
 	}
-	k->slot = slot;
 	k->shared = table_slot(slot);
 	knobs[slot] = k;
 	table_fill_slot(k);

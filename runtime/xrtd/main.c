@@ -210,8 +210,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	backend_set_state_dir(opt.state_dir);
-	if (lock_state_dir(opt.state_dir, err) || audit_open(opt.state_dir, err) ||
-	    recovery_run(opt.state_dir, opt.journal_sync_all, err)) {
+	if (lock_state_dir(opt.state_dir, err) || audit_open(opt.state_dir, err)) {
 		fprintf(stderr, "xrtd: %s\n", err);
 		return 1;
 	}
@@ -221,8 +220,11 @@ int main(int argc, char **argv)
 			ret == -EADDRINUSE ? "in use by another running xrtd" : strerror(-ret));
 		return 1;
 	}
-	if (control_listen(opt.socket_path, err)) {
+	/* Registrations come back into the table; the socket opens after replay. */
+	if (recovery_run(opt.state_dir, opt.journal_sync_all, err) ||
+	    control_listen(opt.socket_path, err)) {
 		fprintf(stderr, "xrtd: %s\n", err);
+		knobs_free_all();
 		table_destroy();
 		return 1;
 	}

@@ -23,6 +23,7 @@ static const struct op ops[] = {
 	{"rollback", op_rollback, "names to reason"},
 	{"good", op_good, "names"},
 	{"keep", op_keep, "names"},
+	{"hello", op_hello, "client"},
 	{"heartbeat", op_heartbeat, "lease_ms"},
 	{"release", op_release, ""},
 	{"status", op_status, ""},
@@ -38,10 +39,10 @@ static bool field_allowed(const char *fields, const char *key)
 	return false;
 }
 
-int ops_dispatch(struct txn *txn, const char *line, size_t len, struct jbuf *out,
+int ops_dispatch(struct session *s, const char *line, size_t len, struct jbuf *out,
 		 char err[XRTD_ERR_LEN])
 {
-	struct request r = {.err = err, .txn = txn};
+	struct request r = {.err = err, .txn = &s->txn, .client = s->client};
 	const struct op *op = NULL;
 	struct json *j;
 	int ret;

@@ -9,15 +9,22 @@
 #include "apply.h"
 #include "json.h"
 
+/* One control connection. */
+struct session {
+	struct txn txn;		      /* its transaction (id 0: none open) */
+	char client[XRTD_CLIENT_LEN]; /* the client it speaks for (hello), "" = anonymous */
+};
+
 struct request {
 	const struct json *j;
 	const char *op;
 	char *err;
-	struct txn *txn; /* the client's transaction (id 0: none open) */
+	struct txn *txn; /* the connection's transaction */
+	char *client;	 /* the connection's client name */
 };
 
 /* ops.c: parse one request line, check its op and fields, run it; the reply body goes to out. */
-int ops_dispatch(struct txn *txn, const char *line, size_t len, struct jbuf *out,
+int ops_dispatch(struct session *s, const char *line, size_t len, struct jbuf *out,
 		 char err[XRTD_ERR_LEN]);
 
 /* ops_fields.c: request fields; each failure names the op and the field. */
@@ -48,6 +55,7 @@ int op_abort(struct request *r, struct jbuf *out);	/* ops_txn.c */
 int op_rollback(struct request *r, struct jbuf *out);	/* ops_revert.c */
 int op_good(struct request *r, struct jbuf *out);	/* ops_revert.c */
 int op_keep(struct request *r, struct jbuf *out);	/* ops_revert.c */
+int op_hello(struct request *r, struct jbuf *out);	/* ops_lease.c */
 int op_heartbeat(struct request *r, struct jbuf *out);	/* ops_lease.c */
 int op_release(struct request *r, struct jbuf *out);	/* ops_lease.c */
 int op_status(struct request *r, struct jbuf *out);	/* ops_status.c */

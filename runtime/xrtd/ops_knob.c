@@ -43,9 +43,10 @@ int op_register(struct request *r, struct jbuf *out)
 		if (!spec.enum_count)
 			return xrtd_errf(r->err, EINVAL, "register: 'enum' is empty");
 	}
-	ret = knob_register(&spec, &k, r->err);
+	ret = knob_add(&spec, &k, r->err);
 	if (ret)
 		return ret;
+	knob_own(k, r->client);
 	jb_printf(out, ",\"knob\":");
 	knob_json(out, k);
 	return 0;
@@ -94,6 +95,7 @@ int op_set(struct request *r, struct jbuf *out)
 	ret = knob_set(k, value, reason, "socket", r->err);
 	if (ret)
 		return ret;
+	knob_own(k, r->client);
 	jb_printf(out, ",\"knob\":");
 	knob_json(out, k);
 	return 0;

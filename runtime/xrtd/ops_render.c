@@ -34,9 +34,11 @@ void knob_json(struct jbuf *b, const struct xrtd_knob *k)
 		  ",\"text\":",
 		  k->original, k->applied, k->good);
 	jb_str(b, text);
-	jb_printf(b, ",\"state\":\"%s\",\"armed\":%s,\"kept\":%s}",
+	jb_printf(b, ",\"state\":\"%s\",\"armed\":%s,\"kept\":%s,\"client\":",
 		  state < sizeof(state_names) / sizeof(state_names[0]) ? state_names[state] : "?",
 		  k->armed ? "true" : "false", k->kept ? "true" : "false");
+	jb_str(b, k->client);
+	jb_printf(b, "}");
 }
 
 void knobs_json(struct jbuf *b, const struct json *names)

@@ -31,8 +31,11 @@ int op_commit(struct request *r, struct jbuf *out)
 		return ret;
 	jb_printf(out, ",\"knobs\":[");
 	for (int i = 0; i < r->txn->count; i++) {
+		struct xrtd_knob *k = knob_at(r->txn->sets[i].slot);
+
+		knob_own(k, r->client);
 		jb_printf(out, i ? "," : "");
-		knob_json(out, knob_at(r->txn->sets[i].slot));
+		knob_json(out, k);
 	}
 	jb_printf(out, "]");
 	return 0;

@@ -8,6 +8,7 @@
 #define XRTD_REGISTRY_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "backend.h"
@@ -30,8 +31,16 @@ struct knob_spec {
 	int64_t min, max, step;
 	const char *enum_values[XRTD_ENUM_MAX];
 	int enum_count;
+	bool has_slot; /* a restarted xrtd puts each knob back in its slot */
+	int slot;
 };
 int knob_register(const struct knob_spec *spec, struct xrtd_knob **out, char err[XRTD_ERR_LEN]);
+/* `client` owns the knob now: its lease covers it. */
+void knob_own(struct xrtd_knob *k, const char *client);
+/* Is `k` what `spec` registers (backend, target, netns, bounds or enum values)? */
+bool knob_matches(const struct xrtd_knob *k, const struct knob_spec *spec);
+/* 1..size-1 characters of [A-Za-z0-9_.:-]: knob and client names. */
+bool xrtd_name_valid(const char *s, size_t size);
 /* Free the knob and its slot; its value is left as it is (apply.c's knob_remove restores it). */
 void knob_unregister(struct xrtd_knob *k);
 struct xrtd_knob *knob_find(const char *name);
@@ -54,14 +63,17 @@ void allow_replaying(bool on);
 void journal_init(const char *state_dir, bool sync_all);
 /* One knob as the journal left it. */
 struct journal_knob {
-	struct xrtd_knob k;
-	bool armed;
+	struct xrtd_knob k; /* identity, original (arm), bounds and slot (register) */
+	bool armed;	    /* changed, neither restored nor kept: replay restores it */
+	bool registered;    /* registered, not unregistered: a restarted xrtd registers it again */
 };
 /* The knobs of the journal (*out, free()d by the caller); returns how many records were bad. */
 int journal_read(struct journal_knob **out, int *count, char err[XRTD_ERR_LEN]);
-/* Begin a fresh journal and open it for appending. */
+/* Begin a fresh journal holding the knobs registered now, and open it for appending. */
 int journal_start(char err[XRTD_ERR_LEN]);
 void journal_close(void);
+int journal_register(const struct xrtd_knob *k);
+int journal_unregister(const struct xrtd_knob *k);
 int journal_arm(const struct xrtd_knob *k);
 int journal_set(const struct xrtd_knob *k, int64_t old, int64_t value, uint64_t txn);
 int journal_restored(const struct xrtd_knob *k);
@@ -73,6 +85,8 @@ const char *journal_path(void);
 int audit_open(const char *state_dir, char err[XRTD_ERR_LEN]);
 void audit_change(const struct xrtd_knob *k, int64_t old, int64_t value, const char *outcome,
 		  const char *reason, const char *via);
+/* A registration event (restored or dropped at start) and why. */
+void audit_registration(const struct xrtd_knob *k, const char *outcome, const char *reason);
 const char *audit_path(void);
 
 #endif /* XRTD_REGISTRY_H */

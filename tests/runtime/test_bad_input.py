@@ -41,6 +41,8 @@ BAD_REQUESTS = [
     (b'{"op":"rollback","to":"yesterday"}', "'to' must be 'original' or 'good'"),
     (b'{"op":"rollback","names":["ghost"]}', "unknown knob 'ghost'"),
     (b'{"op":"keep","names":"somaxconn"}', "must be a list of knob names"),
+    (b'{"op":"hello"}', "hello: missing field 'client'"),
+    (b'{"op":"hello","client":"tuner one"}', "hello: client 'tuner one' must be 1..63 characters"),
 ]
 
 
@@ -49,7 +51,7 @@ def reg(**over):
 
 
 BAD_REGISTRATIONS = [
-    (reg(name="somaxconn"), "already exists"),
+    (reg(name="somaxconn", max=1000), "knob 'somaxconn' already exists with another"),
     (reg(name="again"), "target net.core.somaxconn is already knob 'somaxconn'"),
     (reg(name="bad name!"), "name 'bad name!' must be"),
     (reg(name="x", backend="carrier-pigeon"), "unknown backend 'carrier-pigeon'"),
@@ -98,7 +100,7 @@ def test_bad_input_is_refused_and_changes_nothing(xrtd, line, message):
     assert open("/proc/sys/net/core/somaxconn").read() == before
     k = c.get("somaxconn")
     assert (k["applied"], k["armed"]) == (k["original"], False)
-    assert [json.loads(r)["op"] for r in xrtd.journal()] == ["start"]  # nothing was journaled
+    assert [json.loads(r)["op"] for r in xrtd.journal()] == ["start", "register"]  # nothing else was
     assert c.status()["knobs"] == 1
 
 

@@ -3,12 +3,15 @@
 A thin adapter over `xtune.knobs.table.KnobClient` (the knob plane's client): every change carries a
 reason for xrtd's audit log, every set of values is one transaction (all or nothing), the lease is
 renewed from a background thread while the loop runs, and `finish` keeps or restores the values
-as the SLO file says. Per-window policies write `desired` straight into the shared table.
+as the SLO file says. Per-window policies write `desired` straight into the shared table. Each
+actuator is its own named xrtd client: its lease covers only its knobs, so another tuner's lease
+running out leaves them alone.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 from typing import Any
 
 from xtune.config.schema import Knob
@@ -18,7 +21,7 @@ from xtune.knobs.table import KnobClient, KnobError, KnobTable
 class Actuator:
     def __init__(self, socket_path: str, knobs: list[Knob], lease_ms: int = 1000) -> None:
         self.knobs = knobs
-        self.client = KnobClient(socket_path)
+        self.client = KnobClient(socket_path, client=f"tuner-{os.getpid()}-{os.urandom(3).hex()}")
         self.registered: list[str] = []
         self.original: dict[str, Any] = {}
         self.current: dict[str, Any] = {}

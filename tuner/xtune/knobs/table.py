@@ -203,13 +203,22 @@ class KnobTable:
 
 
 class KnobClient:
-    """Control-socket client of one xrtd. Not thread-safe except `start_lease`'s own connection."""
+    """Control-socket client of one xrtd. Not thread-safe except `start_lease`'s own connection.
+
+    With `client`, the connection speaks for that named client (hello): its lease covers only the
+    knobs it registered or set, and `start_lease` renews that client's lease. Without, it speaks for
+    the anonymous client, shared by every connection that gives no name.
+    """
 
     def __init__(
-        self, socket_path: str | os.PathLike[str] = paths.XRTD_SOCKET, timeout: float = 10.0
+        self,
+        socket_path: str | os.PathLike[str] = paths.XRTD_SOCKET,
+        timeout: float = 10.0,
+        client: str | None = None,
     ) -> None:
         self.socket_path = str(socket_path)
         self.timeout = timeout
+        self.client = client
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock.settimeout(timeout)
         try:
@@ -219,6 +228,12 @@ class KnobClient:
             raise KnobError(f"cannot connect to xrtd at {self.socket_path}: {exc.strerror}") from exc
         self._rfile = self._sock.makefile("rb")
         self._lease: _LeaseThread | None = None
+        if client is not None:
+            try:
+                self.call("hello", client=client)
+            except BaseException:
+                self.close()
+                raise
 
     def close(self) -> None:
         self.stop_lease()
@@ -331,7 +346,7 @@ class KnobClient:
     def start_lease(self, period: float = 0.05, lease_ms: int = 300) -> None:
         """Renew the lease from a background thread (own connection) every `period` seconds."""
         self.stop_lease()
-        self._lease = _LeaseThread(self.socket_path, period, lease_ms)
+        self._lease = _LeaseThread(self.socket_path, period, lease_ms, self.client)
         self._lease.start()
 
     def stop_lease(self, release: bool = True) -> None:
@@ -342,9 +357,9 @@ class KnobClient:
 
 
 class _LeaseThread(threading.Thread):
-    def __init__(self, socket_path: str, period: float, lease_ms: int) -> None:
+    def __init__(self, socket_path: str, period: float, lease_ms: int, client: str | None) -> None:
         super().__init__(name="xtune-lease", daemon=True)
-        self._client = KnobClient(socket_path)
+        self._client = KnobClient(socket_path, client=client)
         self._period = period
         self._lease_ms = lease_ms
         self._done = threading.Event()
