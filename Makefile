@@ -15,7 +15,7 @@ C_COMPONENTS := observers runtime experiments
 
 PYTEST := $(PY) -m pytest
 
-.PHONY: all setup apt-deps build test lint format demo bench clean \
+.PHONY: all setup apt-deps build test lint format demo bench clean image \
 	test-fast test-observers test-runtime test-tuner test-sie test-kernel
 
 all: build
@@ -69,6 +69,11 @@ test-kernel: build
 
 demo: build
 	$(VENV)/bin/xtune demo
+
+# The agent and the full podman image (docker/README.md); tests/docker builds and runs the agent.
+image: build
+	docker/build.sh agent
+	docker/build.sh full
 
 bench: build
 	@for f in experiments/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done

@@ -1,0 +1,89 @@
+"""Fixtures for the image tests: the agent image (built, or reused from podman's cache) and
+containers removed at the end."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from xtune.testing.observe import unique
+
+DOCKER = Path(__file__).resolve().parents[2] / "docker"
+PODMAN = str(DOCKER / "podman.sh")
+
+
+def podman(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([PODMAN, *args], capture_output=True, text=True, check=check)
+
+
+def script(name: str, *args: str) -> str:
+    """Run a docker/ script; its last line of output is the image it made."""
+    res = subprocess.run([str(DOCKER / name), *args], capture_output=True, text=True)
+    if res.returncode != 0:
+        pytest.fail(f"docker/{name} {' '.join(args)} failed: {res.stderr.strip()}")
+    return res.stdout.split()[-1]
+
+
+@pytest.fixture(scope="session")
+def agent_image(bin_dir: Path) -> str:
+    """docker/build.sh agent: seconds when nothing changed, about two minutes from nothing."""
+    base = script("base.sh")
+    probe = podman("run", "--rm", base, "true", check=False)
+    if probe.returncode != 0:
+        pytest.skip(f"podman cannot run containers on this host: {probe.stderr.strip()}")
+    return script("build.sh", "agent")
+
+
+class Containers:
+    """Containers started with `run` (detached, unique names); all removed by the fixture."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def run(self, *args: str) -> str:
+        name = unique("xt-test")
+        self.names.append(name)
+        podman("run", "--detach", "--name", name, *args)
+        return name
+
+    def pid(self, name: str) -> int:
+        """Host PID of the container's first process."""
+        return int(podman("inspect", "--format", "{{.State.Pid}}", name).stdout)
+
+    def kill(self, name: str) -> int:
+        """SIGKILL to the container's processes; returns its exit code."""
+        podman("kill", "--signal", "KILL", name)
+        return int(podman("wait", name).stdout)
+
+    def stop(self, name: str) -> int:
+        """SIGTERM, then SIGKILL after 20 s; returns the exit code."""
+        podman("stop", "--time", "20", name)
+        return int(podman("wait", name).stdout)
+
+    def logs(self, name: str) -> str:
+        res = podman("logs", name, check=False)
+        return res.stdout + res.stderr
+
+
+@pytest.fixture
+def containers() -> Iterator[Containers]:
+    made = Containers()
+    yield made
+    for name in made.names:
+        podman("rm", "--force", "--time", "10", name, check=False)
+
+
+@pytest.fixture
+def shm_name() -> Iterator[Callable[[str], str]]:
+    """Unique /dev/shm names, unlinked afterwards (a killed daemon leaves its segment)."""
+    names: list[str] = []
+
+    def make(prefix: str) -> str:
+        names.append(unique(prefix))
+        return names[-1]
+
+    yield make
+    for name in names:
+        Path(f"/dev/shm/{name}").unlink(missing_ok=True)
