@@ -59,11 +59,11 @@ def hit_costs(table: ScopeTable) -> dict[str, float]:
     h = Hitloop(table.binary.path)
     try:
         out = {"unpatched_ns": h.ns_per_call()}
-        eng.attach(h.p.pid, table, "", ["K"])
+        eng.attach(h.p.pid, table, ["K"])
         out["trampoline_ns"] = h.ns_per_call()
         eng.detach(h.p.pid)
         out["unpatched_again_ns"] = h.ns_per_call()
-        eng.attach(h.p.pid, table, "", ["K"], force_int3=True)
+        eng.attach(h.p.pid, table, ["K"], force_int3=True)
         out["int3_fallback_ns"] = h.ns_per_call(calls=20_000, repeat=3)
         eng.detach(h.p.pid)
     finally:
@@ -79,7 +79,7 @@ def write_to_effect(table: ScopeTable, rounds: int = 300) -> dict[str, float]:
     threads resumed) to the first call that returns the new result, one change every ~2 ms."""
     h = Hitloop(table.binary.path)
     try:
-        eng.attach(h.p.pid, table, "", ["K"])
+        eng.attach(h.p.pid, table, ["K"])
         lat = []
         for i in range(rounds):
             v = 250 if i % 2 else 150  # inside the validated range, a change every round
@@ -110,7 +110,7 @@ def arm_disarm(table: ScopeTable, rounds: int = 20) -> dict[str, float]:
     try:
         for _ in range(rounds):
             t0 = time.monotonic()
-            eng.attach(h.p.pid, table, "", ["K"])
+            eng.attach(h.p.pid, table, ["K"])
             t1 = time.monotonic()
             eng.detach(h.p.pid)
             arm.append((t1 - t0) * 1000)

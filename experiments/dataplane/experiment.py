@@ -47,7 +47,7 @@ def run(binary: Path, phases: list[str], scope=None, live: dict[int, int] | None
     assert server.stdout and server.stdout.readline().strip() == "ready"
     try:
         if scope is not None:
-            eng.attach(server.pid, scope, "", ["RX_BATCH_SIZE"], timeout_ms=5000)
+            eng.attach(server.pid, scope, ["RX_BATCH_SIZE"], timeout_ms=5000)
             if live is not None:
                 eng.set_value(server.pid, "RX_BATCH_SIZE", live[0], scope.consts[0])
         gen = subprocess.Popen(

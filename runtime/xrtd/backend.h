@@ -58,6 +58,11 @@ struct xrtd_backend {
 	 * Must not change the system.
 	 */
 	int (*validate)(struct xrtd_knob *k, char err[XRTD_ERR_LEN]);
+	/*
+	 * Refuse a value within the knob's bounds that the target still cannot take (an SIE
+	 * plan's analyzed range and constraints), before the journal. NULL: the bounds suffice.
+	 */
+	int (*check)(const struct xrtd_knob *k, int64_t value, char err[XRTD_ERR_LEN]);
 	/* Read the value the system runs with now. */
 	int (*read)(struct xrtd_knob *k, int64_t *value, char err[XRTD_ERR_LEN]);
 	/* Make the system run with `value` (already checked against the knob's bounds). */

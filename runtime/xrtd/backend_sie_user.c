@@ -2,13 +2,20 @@
 /*
  * sie-user: a perf-const compiled into a running, unmodified process, through the user-space SIE
  * engine (runtime/sie, the xsie-user tool next to xrtd). The target is "<pid>:<plan>", the plan
- * being written by `xtune sie plan --scope SCOPE.json --const NAME -o PLAN`. The first write starts
- * `xsie-user run`, which arms the spans (build id and live bytes checked) and stays attached; every
- * value is then sent to it over a socket and reported applied only once the engine wrote it at a
- * moment when no thread was inside the perf-const's spans (a pass never mixes two values), or
- * refused with its reason (outside the plan's range or constraints, no quiescence in time). If xrtd
- * dies, the engine sees the socket close and disarms: the process runs its original code again.
- * Restore disarms: the text is byte-exact again.
+ * being written by `xtune sie plan` (one perf-const) or `xtune sie attach` (every perf-const it
+ * attaches); a plan with several perf-consts names the knob's one as "<pid>:<plan>#<CONST>".
+ * Registration copies the plan (what is checked is what is armed), refuses a process whose
+ * executable is not on the allow-list (--allow sie-user:GLOB) and reads the values the analysis
+ * holds for: `check` refuses any other before the journal, so it never reaches the process.
+ *
+ * The knobs of one plan and process share one engine, a ptrace tracer (a process has one). The
+ * first write starts `xsie-user run`, which arms every span of the plan in one stop (build id and
+ * live bytes checked) and stays attached; every value is then sent to it over a socket and
+ * reported applied only once the engine wrote it at a moment when no thread was inside the
+ * perf-const's spans (a pass never mixes two values), or refused with its reason (no quiescence in
+ * time). If xrtd dies, the engine sees the socket close and disarms: the process runs its original
+ * code again. Restoring the last knob of a plan that holds a changed value disarms: the text is
+ * byte-exact again.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,31 +30,42 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "sie.h"
 #include "backend.h"
 
 #define ENGINE_REPLY_MS 30000
 
-struct sie_user {
+/* One `xsie-user run` per process and plan, shared by the knobs of the plan's perf-consts. */
+struct sie_engine {
 	pid_t pid;
-	char plan[PATH_MAX];		 /* the plan as given */
-	char own[PATH_MAX];		 /* our copy: this knob's slot and xrtd's table */
-	char state[PATH_MAX];		 /* the engine's state while armed */
-	char name[XT_KNOB_NAME_LEN + 1]; /* the perf-const */
-	int64_t original;
-	int64_t value;
-	pid_t engine; /* `xsie-user run` while armed, else 0 */
-	int sock;     /* its control stream */
+	char plan[PATH_MAX];  /* the plan as given */
+	char own[PATH_MAX];   /* our copy, which the engine arms */
+	char state[PATH_MAX]; /* the engine's state while armed */
+	struct sie_const consts[SIE_MAX_CONSTS];
+	int nconsts;
+	struct sie_user *users[SIE_MAX_CONSTS]; /* the knobs on it, by const */
+	pid_t engine;				/* `xsie-user run` while armed, else 0 */
+	int sock;				/* its control stream */
+	struct sie_engine *next;
 };
 
+struct sie_user {
+	struct sie_engine *e;
+	int cidx; /* the knob's perf-const in e->consts */
+	int64_t value;
+};
+
+static struct sie_engine *engines;
+
 /* One reply line from the engine into `line`; -1 on end of stream or timeout. */
-static int engine_line(struct sie_user *s, char *line, size_t len)
+static int engine_line(struct sie_engine *e, char *line, size_t len)
 {
 	size_t n = 0;
 
 	while (n < len - 1) {
-		struct pollfd pfd = {.fd = s->sock, .events = POLLIN};
+		struct pollfd pfd = {.fd = e->sock, .events = POLLIN};
 
-		if (poll(&pfd, 1, ENGINE_REPLY_MS) <= 0 || read(s->sock, line + n, 1) != 1)
+		if (poll(&pfd, 1, ENGINE_REPLY_MS) <= 0 || read(e->sock, line + n, 1) != 1)
 			return -1;
 		if (line[n] == '\n')
 			break;
@@ -58,23 +76,27 @@ static int engine_line(struct sie_user *s, char *line, size_t len)
 }
 
 /* Close the control stream (the engine disarms if it has not yet) and reap it. */
-static int engine_stop(struct sie_user *s, char *last, size_t len)
+static int engine_stop(struct sie_engine *e, char *last, size_t len)
 {
 	int st = 0;
 
-	shutdown(s->sock, SHUT_WR);
+	shutdown(e->sock, SHUT_WR);
 	last[0] = 0;
-	while (!engine_line(s, last, len) && strncmp(last, "err ", 4))
+	while (!engine_line(e, last, len) && strncmp(last, "err ", 4))
 		;
-	close(s->sock);
-	waitpid(s->engine, &st, 0);
-	s->engine = 0;
-	s->sock = -1;
+	close(e->sock);
+	waitpid(e->engine, &st, 0);
+	e->engine = 0;
+	e->sock = -1;
+	for (int i = 0; i < e->nconsts; i++)
+		if (e->users[i])
+			e->users[i]->value = e->consts[i].original;
+	unlink(e->state);
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
 /* Start `xsie-user run` on the target; it answers "armed" or "err REASON". */
-static int engine_start(struct sie_user *s, char err[XRTD_ERR_LEN])
+static int engine_start(struct sie_engine *e, char err[XRTD_ERR_LEN])
 {
 	char exe[PATH_MAX], pid[16], line[XRTD_ERR_LEN];
 	int sv[2];
@@ -85,11 +107,11 @@ static int engine_start(struct sie_user *s, char err[XRTD_ERR_LEN])
 		return xrtd_errf(err, errno, "sie-user: /proc/self/exe: %s", strerror(errno));
 	exe[n] = 0;
 	strcpy(strrchr(exe, '/') + 1, "xsie-user");
-	snprintf(pid, sizeof(pid), "%d", s->pid);
+	snprintf(pid, sizeof(pid), "%d", e->pid);
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
 		return xrtd_errf(err, errno, "sie-user: socketpair: %s", strerror(errno));
-	s->engine = fork();
-	if (s->engine == 0) {
+	e->engine = fork();
+	if (e->engine == 0) {
 		sigset_t none;
 
 		sigemptyset(&none);
@@ -97,58 +119,39 @@ static int engine_start(struct sie_user *s, char err[XRTD_ERR_LEN])
 		setsid(); /* outlives a signal to xrtd's group: it must disarm after xrtd */
 		dup2(sv[1], 0);
 		dup2(sv[1], 1);
-		execv(exe, (char *[]){exe, "run", "--pid", pid, "--plan", s->own, "--state",
-				      s->state, NULL});
+		execv(exe, (char *[]){exe, "run", "--pid", pid, "--plan", e->own, "--state",
+				      e->state, NULL});
 		_exit(127);
 	}
 	close(sv[1]);
-	s->sock = sv[0];
-	if (s->engine < 0) {
-		close(s->sock);
-		s->engine = 0;
+	e->sock = sv[0];
+	if (e->engine < 0) {
+		close(e->sock);
+		e->engine = 0;
 		return xrtd_errf(err, errno, "sie-user: cannot run %s", exe);
 	}
-	if (engine_line(s, line, sizeof(line)) || strncmp(line, "armed ", 6)) {
+	if (engine_line(e, line, sizeof(line)) || strncmp(line, "armed ", 6)) {
 		char last[XRTD_ERR_LEN];
 
-		engine_stop(s, last, sizeof(last));
+		engine_stop(e, last, sizeof(last));
 		return xrtd_errf(err, EIO, "sie-user: %s",
 				 !strncmp(line, "err ", 4) ? line + 4 : "xsie-user run failed");
 	}
 	return 0;
 }
 
-/* Copy the plan with every span pointed at this knob's slot of xrtd's table. */
-static int own_plan(struct xrtd_knob *k, struct sie_user *s, char err[XRTD_ERR_LEN])
+/* "set NAME VALUE" to the running engine; its refusal is the error. */
+static int engine_set(struct sie_engine *e, int cidx, int64_t value, char err[XRTD_ERR_LEN])
 {
-	char line[8192], name[XT_KNOB_NAME_LEN + 1];
-	FILE *in = fopen(s->plan, "r"), *out;
-	int spans = 0;
+	char line[XRTD_ERR_LEN];
 
-	if (!in)
-		return xrtd_errf(err, errno, "sie-user plan %s: %s", s->plan, strerror(errno));
-	out = fopen(s->own, "w");
-	if (!out) {
-		fclose(in);
-		return xrtd_errf(err, errno, "sie-user %s: %s", s->own, strerror(errno));
-	}
-	while (fgets(line, sizeof(line), in)) {
-		char *rest;
-
-		if (!strncmp(line, "knobs ", 6)) {
-			fprintf(out, "knobs /dev/shm/%s %lx\n", table_name(),
-				(unsigned long)XT_KNOB_TABLE_SIZE);
-		} else if (!strncmp(line, "span ", 5) && sscanf(line, "span %64s", name) == 1 &&
-			   (rest = strchr(line + 5 + strlen(name) + 1, ' '))) {
-			fprintf(out, "span %s %d%s", name, k->slot, rest);
-			spans++;
-		} else {
-			fputs(line, out);
-		}
-	}
-	fclose(in);
-	if (fclose(out) || !spans)
-		return xrtd_errf(err, EINVAL, "sie-user plan %s: no spans", s->plan);
+	dprintf(e->sock, "set %s %lld\n", e->consts[cidx].name, (long long)value);
+	if (engine_line(e, line, sizeof(line)))
+		return xrtd_errf(err, EIO, "sie-user: the engine for pid %d stopped answering",
+				 e->pid);
+	if (strncmp(line, "ok ", 3))
+		return xrtd_errf(err, EINVAL, "sie-user: %s",
+				 !strncmp(line, "err ", 4) ? line + 4 : line);
 	return 0;
 }
 
@@ -157,110 +160,234 @@ static int sie_user_read(struct xrtd_knob *k, int64_t *value, char err[XRTD_ERR_
 	struct sie_user *s = k->priv;
 
 	(void)err;
-	*value = s->engine ? s->value : s->original;
+	*value = s->value;
 	return 0;
+}
+
+static int sie_user_check(const struct xrtd_knob *k, int64_t value, char err[XRTD_ERR_LEN])
+{
+	const struct sie_user *s = k->priv;
+	char why[SIE_ERR_LEN];
+
+	if (!sie_value_check(&s->e->consts[s->cidx], value, why))
+		return 0;
+	return xrtd_errf(err, ERANGE, "knob %s: %s", k->name, why);
 }
 
 static int sie_user_write(struct xrtd_knob *k, int64_t value, char err[XRTD_ERR_LEN])
 {
 	struct sie_user *s = k->priv;
-	char line[XRTD_ERR_LEN];
 	int ret;
 
-	if (!s->engine) {
-		ret = own_plan(k, s, err);
-		if (!ret)
-			ret = engine_start(s, err);
+	if (!s->e->engine) {
+		if (value == s->e->consts[s->cidx].original)
+			return 0; /* the process runs its original code: nothing to arm */
+		ret = engine_start(s->e, err);
 		if (ret)
 			return ret;
 	}
-	dprintf(s->sock, "set %s %lld\n", s->name, (long long)value);
-	if (engine_line(s, line, sizeof(line)))
-		return xrtd_errf(err, EIO, "sie-user: the engine for pid %d stopped answering",
-				 s->pid);
-	if (strncmp(line, "ok ", 3))
-		return xrtd_errf(err, EINVAL, "sie-user: %s",
-				 !strncmp(line, "err ", 4) ? line + 4 : line);
-	s->value = value;
-	return 0;
+	ret = engine_set(s->e, s->cidx, value, err);
+	if (!ret)
+		s->value = value;
+	return ret;
 }
 
+/* The original back; the last changed perf-const of the plan disarms instead. */
 static int sie_user_restore(struct xrtd_knob *k, int64_t original, char err[XRTD_ERR_LEN])
 {
 	struct sie_user *s = k->priv;
+	struct sie_engine *e = s->e;
 	char last[XRTD_ERR_LEN];
 
-	(void)original;
-	if (!s->engine)
+	if (!e->engine)
 		return 0;
-	if (engine_stop(s, last, sizeof(last)) && !(kill(s->pid, 0) && errno == ESRCH))
+	for (int i = 0; i < e->nconsts; i++)
+		if (i != s->cidx && e->users[i] && e->users[i]->value != e->consts[i].original)
+			return sie_user_write(k, original, err);
+	if (engine_stop(e, last, sizeof(last)) && !(kill(e->pid, 0) && errno == ESRCH))
 		return xrtd_errf(err, EIO, "sie-user: disarm: %s",
 				 !strncmp(last, "err ", 4) ? last + 4 : "xsie-user run failed");
-	unlink(s->state);
-	unlink(s->own);
 	return 0;
+}
+
+static void engine_free(struct sie_engine *e)
+{
+	struct sie_engine **p = &engines;
+
+	while (*p != e)
+		p = &(*p)->next;
+	*p = e->next;
+	unlink(e->own);
+	free(e);
 }
 
 static void sie_user_release(struct xrtd_knob *k)
 {
 	struct sie_user *s = k->priv;
 	char last[XRTD_ERR_LEN];
+	struct sie_engine *e;
+	int users = 0;
 
-	if (s && s->engine)
-		engine_stop(s, last, sizeof(last));
+	if (!s)
+		return;
+	e = s->e;
+	e->users[s->cidx] = NULL;
+	for (int i = 0; i < e->nconsts; i++)
+		users += e->users[i] != NULL;
+	if (!users) {
+		if (e->engine)
+			engine_stop(e, last, sizeof(last));
+		engine_free(e);
+	}
 	free(s);
 	k->priv = NULL;
 }
 
+/* Copy the plan into xrtd's state dir: later edits of the file cannot change what was checked. */
+static int copy_plan(struct sie_engine *e, char err[XRTD_ERR_LEN])
+{
+	char buf[8192];
+	FILE *in = fopen(e->plan, "r"), *out;
+	size_t n;
+
+	if (!in)
+		return xrtd_errf(err, errno, "sie-user plan %s: %s", e->plan, strerror(errno));
+	out = fopen(e->own, "w");
+	if (!out) {
+		fclose(in);
+		return xrtd_errf(err, errno, "sie-user %s: %s", e->own, strerror(errno));
+	}
+	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+		fwrite(buf, 1, n, out);
+	fclose(in);
+	if (fclose(out))
+		return xrtd_errf(err, EIO, "sie-user %s: %s", e->own, strerror(errno));
+	return 0;
+}
+
+/* The engine of this process and plan: the running one, or a new one from a checked copy. */
+static int engine_for(pid_t pid, const char *plan, struct sie_engine **out, char err[XRTD_ERR_LEN])
+{
+	char dir[PATH_MAX - 64], why[SIE_ERR_LEN];
+	static int serial;
+	struct sie_plan *p;
+	struct sie_engine *e;
+	int ret = 0;
+
+	for (e = engines; e; e = e->next)
+		if (e->pid == pid && !strcmp(e->plan, plan)) {
+			*out = e;
+			return 0;
+		}
+	if (snprintf(dir, sizeof(dir), "%s/sie-user", backend_state_dir()) >= (int)sizeof(dir))
+		return xrtd_errf(err, ENAMETOOLONG, "sie-user: state directory name too long");
+	mkdir(dir, 0700);
+	e = calloc(1, sizeof(*e));
+	p = malloc(sizeof(*p));
+	if (!e || !p) {
+		free(e);
+		free(p);
+		return xrtd_errf(err, ENOMEM, "sie-user: out of memory");
+	}
+	e->pid = pid;
+	e->sock = -1;
+	snprintf(e->plan, sizeof(e->plan), "%s", plan);
+	snprintf(e->own, sizeof(e->own), "%s/%d.%d.plan", dir, pid, ++serial);
+	snprintf(e->state, sizeof(e->state), "%s/%d.%d.state", dir, pid, serial);
+	ret = copy_plan(e, err);
+	if (!ret && sie_plan_read(e->own, p, why))
+		ret = xrtd_errf(err, EINVAL, "sie-user plan %s%s", plan,
+				why + strlen("plan ") + strlen(e->own));
+	if (!ret) {
+		memcpy(e->consts, p->consts, sizeof(e->consts));
+		e->nconsts = p->nconsts;
+		e->next = engines;
+		engines = e;
+		*out = e;
+	} else {
+		unlink(e->own);
+		free(e);
+	}
+	free(p);
+	return ret;
+}
+
+/* Only processes whose executable is on the allow-list (--allow sie-user:GLOB). */
+static int allowed(pid_t pid, const char *target, char err[XRTD_ERR_LEN])
+{
+	char link[32], exe[PATH_MAX];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/%d/exe", pid);
+	n = readlink(link, exe, sizeof(exe) - 1);
+	if (n < 0)
+		return xrtd_errf(err, errno == ENOENT ? ESRCH : errno, "sie-user target '%s': %s",
+				 target, errno == ENOENT ? "no such process" : strerror(errno));
+	exe[n] = 0;
+	if (!xrtd_allowed("sie-user", exe))
+		return xrtd_errf(err, EPERM,
+				 "sie-user target '%s': %s is not on xrtd's allow-list (--allow "
+				 "sie-user:GLOB)",
+				 target, exe);
+	return 0;
+}
+
 static int sie_user_validate(struct xrtd_knob *k, char err[XRTD_ERR_LEN])
 {
-	char line[512], dir[PATH_MAX - 64], cname[XT_KNOB_NAME_LEN + 1];
+	char plan[PATH_MAX], *end, *hash;
+	const char *cname = NULL;
+	struct sie_engine *e = NULL;
 	struct sie_user *s;
-	long long original;
-	int found = 0;
-	char *end;
-	FILE *f;
+	pid_t pid;
+	int cidx = -1, ret;
 
 	if (k->netns[0])
 		return xrtd_errf(err, EINVAL, "knob %s: netns applies to sysctl knobs only",
 				 k->name);
+	pid = (pid_t)strtol(k->target, &end, 10);
+	if (pid <= 0 || *end != ':' || !end[1] || strlen(end + 1) >= sizeof(plan))
+		return xrtd_errf(err, EINVAL,
+				 "sie-user target '%s': expected <pid>:<plan file>[#<perf-const>]",
+				 k->target);
+	strcpy(plan, end + 1);
+	hash = strrchr(plan, '#');
+	if (hash) {
+		*hash = 0;
+		cname = hash + 1;
+	}
+	ret = allowed(pid, k->target, err);
+	if (!ret)
+		ret = engine_for(pid, plan, &e, err);
+	if (ret)
+		return ret;
+	for (int i = 0; i < e->nconsts; i++)
+		if (cname ? !strcmp(e->consts[i].name, cname) : e->nconsts == 1)
+			cidx = i;
+	if (cidx >= 0 && e->users[cidx])
+		ret = xrtd_errf(err, EEXIST, "sie-user target '%s': %s is already a knob",
+				k->target, e->consts[cidx].name);
+	else if (cidx < 0 && cname)
+		ret = xrtd_errf(err, ENOENT, "sie-user target '%s': the plan has no perf-const %s",
+				k->target, cname);
+	else if (cidx < 0)
+		ret = xrtd_errf(err, EINVAL,
+				"sie-user target '%s': the plan holds %d perf-consts: name one "
+				"(<pid>:<plan>#<perf-const>)",
+				k->target, e->nconsts);
+	if (ret) {
+		for (int i = 0; i < e->nconsts; i++)
+			if (e->users[i])
+				return ret;
+		engine_free(e);
+		return ret;
+	}
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return xrtd_errf(err, ENOMEM, "sie-user: out of memory");
-	s->pid = (pid_t)strtol(k->target, &end, 10);
-	if (s->pid <= 0 || *end != ':' || strlen(end + 1) >= sizeof(s->plan)) {
-		free(s);
-		return xrtd_errf(err, EINVAL, "sie-user target '%s': expected <pid>:<plan file>",
-				 k->target);
-	}
-	strcpy(s->plan, end + 1);
-	if (kill(s->pid, 0) && errno == ESRCH) {
-		free(s);
-		return xrtd_errf(err, ESRCH, "sie-user target '%s': no such process", k->target);
-	}
-	f = fopen(s->plan, "r");
-	if (!f) {
-		free(s);
-		return xrtd_errf(err, errno, "sie-user plan %s: %s", end + 1, strerror(errno));
-	}
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "const %64s %lld", cname, &original) == 2)
-			found++;
-	fclose(f);
-	if (found != 1) {
-		free(s);
-		return xrtd_errf(err, EINVAL, "sie-user plan %s: must hold exactly one perf-const",
-				 end + 1);
-	}
-	s->original = s->value = original;
-	snprintf(s->name, sizeof(s->name), "%s", cname);
-	if (snprintf(dir, sizeof(dir), "%s/sie-user", backend_state_dir()) >= (int)sizeof(dir)) {
-		free(s);
-		return xrtd_errf(err, ENAMETOOLONG, "sie-user: state directory name too long");
-	}
-	mkdir(dir, 0700);
-	snprintf(s->own, sizeof(s->own), "%s/%d.%d.plan", dir, s->pid, k->slot);
-	snprintf(s->state, sizeof(s->state), "%s/%d.%d.state", dir, s->pid, k->slot);
+	s->e = e;
+	s->cidx = cidx;
+	s->value = e->consts[cidx].original;
+	e->users[cidx] = s;
 	k->priv = s;
 	return 0;
 }
@@ -269,6 +396,7 @@ static const struct xrtd_backend backend_sie_user = {
 	.name = "sie-user",
 	.id = XT_BACKEND_SIE_USER,
 	.validate = sie_user_validate,
+	.check = sie_user_check,
 	.read = sie_user_read,
 	.write = sie_user_write,
 	.restore = sie_user_restore,

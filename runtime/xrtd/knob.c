@@ -55,7 +55,7 @@ int knob_check(const struct xrtd_knob *k, int64_t value, char err[XRTD_ERR_LEN])
 				 "knob %s: value %" PRId64 " is not min %" PRId64
 				 " plus a multiple of step %" PRId64,
 				 k->name, value, k->min, k->step);
-	return 0;
+	return k->backend->check ? k->backend->check(k, value, err) : 0;
 }
 
 bool xrtd_name_valid(const char *s, size_t size)

@@ -4,6 +4,7 @@ import subprocess
 
 from xtune import paths
 from xtune.knobs import table as knobs
+from xtune.sie import attach as sie
 
 FIELDS = {
     "OFF_BACKEND": "backend",
@@ -36,6 +37,7 @@ def test_offsets_match_knob_h(tmp_path):
         'printf("HEADER_SIZE %d\\nSLOT_COUNT %d\\n", XT_KNOB_HEADER_SIZE, XT_KNOB_MAX);',
         'printf("NAME_LEN %d\\nTARGET_LEN %d\\n", XT_KNOB_NAME_LEN, XT_KNOB_TARGET_LEN);',
         'printf("TABLE_MAGIC %u\\n", XT_KNOB_TABLE_MAGIC);',
+        'printf("KNOB_TABLE_SIZE %zu\\n", (size_t)XT_KNOB_TABLE_SIZE);',
     ]
     src = tmp_path / "layout.c"
     src.write_text(
@@ -47,4 +49,4 @@ def test_offsets_match_knob_h(tmp_path):
     subprocess.run(["cc", "-I", str(paths.ROOT / "include"), "-o", str(exe), str(src)], check=True)
     for line in subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.splitlines():
         name, value = line.split()
-        assert getattr(knobs, name) == int(value), name
+        assert getattr(sie if name == "KNOB_TABLE_SIZE" else knobs, name) == int(value), name

@@ -146,7 +146,7 @@ def run_case(case: Case, force_int3: bool = False) -> Case:
     try:
         before = t.ask(INPUTS)
         try:
-            eng.attach(t.p.pid, case.table, "", ["K"], force_int3=force_int3)
+            eng.attach(t.p.pid, case.table, ["K"], force_int3=force_int3)
         except eng.SieError as e:  # the table said tunable: failing to apply it is a failure
             case.verdict, case.detail = "fail", [f"attach: {e}"]
             return case

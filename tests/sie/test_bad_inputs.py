@@ -29,7 +29,7 @@ def assert_untouched(pid: int, table: sc.ScopeTable) -> None:
 def test_unknown_pid(engine):
     table = targets.analyzed("mt_target", [100, 50, 300])
     with pytest.raises(eng.SieError, match="no such process"):
-        eng.attach(2**22 + 17, table, "", ["K"])
+        eng.attach(2**22 + 17, table, ["K"])
 
 
 def test_other_build_refused(engine):
@@ -39,7 +39,7 @@ def test_other_build_refused(engine):
     try:
         t.ask([1])
         with pytest.raises(eng.SieError, match="another build"):
-            eng.attach(t.p.pid, table, "", ["K"])
+            eng.attach(t.p.pid, table, ["K"])
         assert_untouched(t.p.pid, other)
         assert t.ask([3]) == [str(3 + 1000000)]
     finally:
@@ -59,7 +59,7 @@ def test_span_occupied_too_long(engine):
     try:
         t0 = time.monotonic()
         with pytest.raises(eng.SieError, match=r"inside a safe span of K for longer than 300 ms"):
-            eng.attach(p.pid, table, "", ["K"], timeout_ms=300)
+            eng.attach(p.pid, table, ["K"], timeout_ms=300)
         assert time.monotonic() - t0 < 10
         assert_untouched(p.pid, table)
     finally:
@@ -73,7 +73,7 @@ def test_target_exits_during_attach(engine):
 
     def attach() -> None:
         try:
-            eng.attach(p.pid, table, "", ["K"], timeout_ms=20000)
+            eng.attach(p.pid, table, ["K"], timeout_ms=20000)
         except eng.SieError as e:
             errors.append(str(e))
 

@@ -90,7 +90,7 @@ def test_library_retuned_live(engine, table, main_program, int3):
     m = Main(main_program, Path(table.binary.path))
     try:
         before = m.answers()
-        eng.attach(m.p.pid, table, "", ["K"], force_int3=int3)
+        eng.attach(m.p.pid, table, ["K"], force_int3=int3)
         for v in (50, 300, 77, 100):  # 77 was not analyzed
             eng.set_value(m.p.pid, "K", v, const)
             assert m.answers() == rebuilt(main_program, v), f"K={v}"
@@ -109,7 +109,7 @@ def test_another_build_refused(engine, table, main_program, tmp_path):
         with pytest.raises(
             eng.SieError, match=r"has loaded libk.so .*another build: analyze the loaded library"
         ):
-            eng.attach(m.p.pid, table, "", ["K"])
+            eng.attach(m.p.pid, table, ["K"])
         assert m.answers() == rebuilt(main_program, 50)
     finally:
         m.close()
@@ -119,7 +119,7 @@ def test_library_not_loaded_refused(engine, table, main_program):
     m = Main(main_program)
     try:
         with pytest.raises(eng.SieError, match="has not loaded the library libk.so"):
-            eng.attach(m.p.pid, table, "", ["K"])
+            eng.attach(m.p.pid, table, ["K"])
         assert m.ask("load " + table.binary.path) == "loaded", "the process runs on"
         assert m.ask("5") == "15"
     finally:
@@ -132,7 +132,7 @@ def test_library_loaded_twice_refused(engine, table, main_program, tmp_path):
     m = Main(main_program, Path(table.binary.path), copy)
     try:
         with pytest.raises(eng.SieError, match="loaded twice"):
-            eng.attach(m.p.pid, table, "", ["K"])
+            eng.attach(m.p.pid, table, ["K"])
         assert m.answers() == rebuilt(main_program, 100)
     finally:
         m.close()

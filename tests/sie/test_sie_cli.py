@@ -1,5 +1,7 @@
-"""The command line end to end: analyze, attach two perf-consts as one transaction, set, status,
-detach; bad scope tables and unknown pids get clear errors."""
+"""The command line end to end, through a private xrtd: analyze, attach two perf-consts (xrtd
+sie-user knobs of one plan, armed in one stop), set (journaled and audited by xrtd; a value outside
+the analysis's range refused and the process left as it was), status, detach; bad scope tables,
+unknown pids and a missing xrtd get clear errors."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import oracle
 import targets
 from xtune.sie import attach as eng
 from xtune.sie.scope import SCOPE_VERSION
+from xtune.testing.xrtd import Xrtd
 
 XTUNE = str(Path(sys.executable).parent / "xtune")
 
@@ -25,7 +28,7 @@ def xtune(*args: str, env: dict[str, str], ok: bool = True) -> subprocess.Comple
 
 
 def test_cli_two_consts_one_transaction(tmp_path, engine):
-    env = {**os.environ, "XTUNE_SIE_STATE": str(tmp_path / "state")}
+    env = {**os.environ, "XTUNE_SIE_STATE": str(tmp_path / "sie")}
     k = targets.analyzed("two_consts", [100, 50, 300], flags="-O2")
     spec = tmp_path / "l.toml"
     src = targets.TARGETS / "two_consts.c"
@@ -35,44 +38,69 @@ def test_cli_two_consts_one_transaction(tmp_path, engine):
     out = xtune("analyze", str(spec), "-o", str(tmp_path / "l.json"), env=env).stdout
     assert "L: 1 span(s), 0 refusal(s)" in out
     (tmp_path / "k.json").write_text(k.to_json())
+    low, high = k.consts[0].min_value, k.consts[0].max_value
+    assert low is not None and low > 1 and high is not None
     t = oracle.Target(Path(k.binary.path))
+    x = Xrtd(tmp_path).start()
     try:
         assert t.ask([500]) == ["400 521"]
         pid = str(t.p.pid)
+        sock = ["--socket", x.socket]
         scopes = ["--scope", str(tmp_path / "k.json"), "--scope", str(tmp_path / "l.json")]
-        xtune("sie", "attach", "--pid", pid, *scopes, env=env)
-        xtune("sie", "set", "--pid", pid, "K", "20", env=env)
-        xtune("sie", "set", "--pid", pid, "L", "100", env=env)
+        xtune("sie", "attach", "--pid", pid, *scopes, *sock, env=env)
+        r = xtune("sie", "set", "--pid", pid, "K", str(high + 1), *sock, env=env, ok=False)
+        assert r.returncode == 1 and f"value {high + 1} out of bounds [{low}, {high}]" in r.stderr
+        assert eng.spans_hold_original(t.p.pid, k), "a refused first value must not arm the process"
+        xtune("sie", "set", "--pid", pid, "K", "20", "--reason", "cli test: K", *sock, env=env)
+        xtune("sie", "set", "--pid", pid, "L", "100", *sock, env=env)
         assert t.ask([500]) == ["480 800"]
-        status = json.loads(xtune("sie", "status", "--pid", pid, env=env).stdout)
+        status = json.loads(xtune("sie", "status", "--pid", pid, *sock, env=env).stdout)
         assert status["values"] == {"K": 20, "L": 100}
-        low = k.consts[0].min_value
-        assert low is not None and low > 1
-        r = xtune("sie", "set", "--pid", pid, "K", str(low - 1), env=env, ok=False)
-        assert r.returncode == 1 and f"is below {low}, where the analysis holds" in r.stderr
-        r = xtune("sie", "set", "--pid", pid, "M", "1", env=env, ok=False)
-        assert r.returncode != 0 and "no perf-const 'M'" in r.stderr
-        xtune("sie", "detach", "--pid", pid, env=env)
+        r = xtune("sie", "set", "--pid", pid, "K", str(low - 1), *sock, env=env, ok=False)
+        assert r.returncode == 1 and f"value {low - 1} out of bounds [{low}, {high}]" in r.stderr
+        assert t.ask([500]) == ["480 800"], "a refused value changes nothing in the process"
+        r = xtune("sie", "set", "--pid", pid, "M", "1", *sock, env=env, ok=False)
+        assert r.returncode == 1 and "no perf-const 'M' attached" in r.stderr
+        sets = [r for r in map(json.loads, x.journal()) if r["op"] == "set"]
+        assert [(s["knob"], s["new"]) for s in sets] == [(f"{pid}:K", 20), (f"{pid}:L", 100)], sets
+        audit = x.audit()
+        assert f"knob={pid}:K backend=sie-user" in audit and "100 -> 20 applied" in audit
+        assert 'reason="cli test: K"' in audit
+        assert f"100 -> {high + 1} refused" in audit and f"20 -> {low - 1} refused" in audit
+        xtune("sie", "detach", "--pid", pid, *sock, env=env)
         assert t.ask([500]) == ["400 521"]
         assert eng.spans_hold_original(t.p.pid, k)
+        assert x.client().list() == []
     finally:
+        x.cleanup()
         t.close()
 
 
 def test_cli_bad_inputs(tmp_path, engine):
-    env = {**os.environ, "XTUNE_SIE_STATE": str(tmp_path / "state")}
+    env = {**os.environ, "XTUNE_SIE_STATE": str(tmp_path / "sie")}
+    x = Xrtd(tmp_path).start()
+    sock = ["--socket", x.socket]
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"version": SCOPE_VERSION, "binary": {}, "consts": []}))
     r = xtune("sie", "attach", "--pid", "1", "--scope", str(bad), env=env, ok=False)
     assert r.returncode == 1 and "$.binary.path: missing" in r.stderr
     k = targets.analyzed("two_consts", [100, 50, 300], flags="-O2")
     (tmp_path / "k.json").write_text(k.to_json())
-    r = xtune(
-        "sie", "attach", "--pid", str(2**22 + 17), "--scope", str(tmp_path / "k.json"), env=env, ok=False
-    )
-    assert r.returncode == 1 and "no such process" in r.stderr
-    r = xtune("sie", "detach", "--pid", str(2**22 + 17), env=env, ok=False)
-    assert r.returncode == 1 and "not attached" in r.stderr
+    gone = str(2**22 + 17)
+    try:
+        r = xtune(
+            "sie", "attach", "--pid", gone, "--scope", str(tmp_path / "k.json"), *sock, env=env, ok=False
+        )
+        assert r.returncode == 1 and "no such process" in r.stderr
+        r = xtune("sie", "detach", "--pid", gone, *sock, env=env, ok=False)
+        assert r.returncode == 1 and "not attached" in r.stderr
+        assert x.client().list() == []
+    finally:
+        x.cleanup()
+    missing = str(tmp_path / "no-xrtd.sock")
+    r = xtune("sie", "set", "--pid", gone, "K", "20", "--socket", missing, env=env, ok=False)
+    assert r.returncode == 1 and f"cannot connect to xrtd at {missing}" in r.stderr
+    assert f"xrtd --socket {missing} --state-dir" in r.stderr
     spec = tmp_path / "s.toml"
     spec.write_text('source = "missing.c"\nconstant = "K"\nvalues = [1, 2]\nbuild = "cc -o {out} {src}"\n')
     r = xtune("analyze", str(spec), "-o", str(tmp_path / "o.json"), env=env, ok=False)

@@ -49,7 +49,7 @@ def test_engine_refuses_values_outside_the_plan(engine):
     t = Proc(table.binary.path)
     try:
         assert t.ask("3000") == expect(3000, 100)
-        eng.attach(t.p.pid, table, "", ["K"])
+        eng.attach(t.p.pid, table, ["K"])
         eng.set_value(t.p.pid, "K", const.max_value)  # no PerfConst: only the engine checks
         for bad, why in ((const.min_value - 1, "below"), (const.max_value + 1, "above")):
             with pytest.raises(eng.SieError, match=f"refused: K = {bad} is {why} the range"):
@@ -89,7 +89,7 @@ def test_fork_child_runs_original_code(engine):
     t = Proc(table.binary.path)
     try:
         t.ask("1")
-        eng.attach(t.p.pid, table, "", ["K"])
+        eng.attach(t.p.pid, table, ["K"])
         eng.set_value(t.p.pid, "K", 250)
         for _ in range(20):
             assert t.ask("f 3000") == expect(3000, 100), "a fork child runs unpatched"
@@ -107,7 +107,7 @@ def test_exec_ends_the_attachment(engine):
     t = Proc(table.binary.path)
     try:
         t.ask("1")
-        att = eng.attach(t.p.pid, table, "", ["K"])
+        att = eng.attach(t.p.pid, table, ["K"])
         eng.set_value(t.p.pid, "K", 250)
         assert t.p.stdin
         t.p.stdin.write("x\n")

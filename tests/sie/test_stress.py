@@ -25,7 +25,7 @@ def test_multithreaded_changes_and_cycles(engine):
     try:
         assert t.ask([3, 200]) == [expect(3, 100), expect(200, 100)]
         assert len(list(Path(f"/proc/{t.p.pid}/task").iterdir())) >= 9
-        eng.attach(t.p.pid, table, "", ["K"])
+        eng.attach(t.p.pid, table, ["K"])
         for _ in range(1000):
             k = rnd.randint(lo, hi)
             eng.set_value(t.p.pid, "K", k, const)
@@ -34,7 +34,7 @@ def test_multithreaded_changes_and_cycles(engine):
         eng.detach(t.p.pid)
         assert eng.spans_hold_original(t.p.pid, table)
         for cycle in range(100):
-            eng.attach(t.p.pid, table, "", ["K"], timeout_ms=5000)
+            eng.attach(t.p.pid, table, ["K"], timeout_ms=5000)
             k = rnd.randint(lo, hi)
             eng.set_value(t.p.pid, "K", k, const)
             assert t.ask([77]) == [expect(77, k)], cycle
@@ -60,7 +60,7 @@ def test_multithreaded_int3_fallback(engine):
     try:
         t.ask([1])
         for cycle in range(10):
-            eng.attach(t.p.pid, table, "", ["K"], timeout_ms=5000, force_int3=True)
+            eng.attach(t.p.pid, table, ["K"], timeout_ms=5000, force_int3=True)
             for _ in range(10):
                 k = rnd.randint(lo, hi)
                 eng.set_value(t.p.pid, "K", k, const)

@@ -37,7 +37,7 @@ def test_changes_and_cycles_under_uretprobes(engine):
             assert t.ask([3]) == [expect(3, 100)]
             assert uprobes_page(t.p.pid), "the probes never fired in the target"
             for cycle in range(40):
-                eng.attach(t.p.pid, table, "", ["K"], timeout_ms=5000)
+                eng.attach(t.p.pid, table, ["K"], timeout_ms=5000)
                 for _ in range(5):
                     k = rnd.randint(lo, hi)
                     eng.set_value(t.p.pid, "K", k, const)
@@ -65,9 +65,9 @@ def test_uretprobe_that_may_hide_a_safe_span_is_refused(engine):
             assert t.ask([3]) == [expect(3, 100)]
             assert uprobes_page(t.p.pid), "the probes never fired in the target"
             with pytest.raises(eng.SieError, match="uretprobe"):
-                eng.attach(t.p.pid, j, "", ["J"], timeout_ms=300)
+                eng.attach(t.p.pid, j, ["J"], timeout_ms=300)
             assert eng.spans_hold_original(t.p.pid, j), "a refusal changes nothing"
-            eng.attach(t.p.pid, k, "", ["K"], timeout_ms=5000)
+            eng.attach(t.p.pid, k, ["K"], timeout_ms=5000)
             eng.set_value(t.p.pid, "K", 250, k.consts[0])
             assert t.ask([3000]) == [expect(3000, 250)]
             eng.detach(t.p.pid, timeout_ms=5000)
@@ -85,7 +85,7 @@ def test_uprobe_on_the_span_is_refused_with_its_reason(engine):
         try:
             assert t.ask([3]) == [expect(3, 100)]
             with pytest.raises(eng.SieError, match=r"breakpoint \(int3\) at \+0.*uprobe or a debugger"):
-                eng.attach(t.p.pid, table, "", ["K"], timeout_ms=1000)
+                eng.attach(t.p.pid, table, ["K"], timeout_ms=1000)
             assert t.ask([3000]) == [expect(3000, 100)]
         finally:
             t.close()

@@ -1,6 +1,7 @@
 """xrtd's sie-user backend: a knob in xrtd's table drives the perf-const of a running process;
-bounds are xrtd's and the engine's (the analysis's range), stopping xrtd restores the text
-byte-exact, and so does killing it (the engine disarms when its control stream closes)."""
+values outside xrtd's bounds or the plan's range (the analysis's) are refused by xrtd before the
+journal and never reach the process; the allow-list names the executables; stopping xrtd restores
+the text byte-exact, and so does killing it (the engine disarms when its control stream closes)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 import targets
 from xtune.knobs.table import KnobError  # noqa: E402
 from xtune.sie import attach as eng
+from xtune.sie import scope as sc
 from xtune.testing.xrtd import Xrtd
 
 
@@ -48,13 +50,18 @@ def test_xrtd_sie_user_knob(tmp_path, bin_dir):
         knob = c.register("K", "sie-user", f"{t.p.pid}:{plan}", min=1, max=5000)
         assert knob["original"] == 100 and knob["applied"] == 100
         assert eng.spans_hold_original(t.p.pid, table), "registration must not change the process"
+        with pytest.raises(KnobError, match=f"knob K: refused: K = {lo - 1} is below the range the analysis"):
+            c.set("K", lo - 1)  # in xrtd's bounds, outside the plan's: refused by xrtd itself
+        assert eng.spans_hold_original(t.p.pid, table), "a refused value must not arm the process"
+        assert not [line for line in x.journal() if '"op":"set"' in line], "refused before the journal"
+        assert f"100 -> {lo - 1} refused" in x.audit()
         for k in (lo, hi, lo + 1, 250):
             c.set("K", k)
             assert t.ask([3000]) == [expect(3000, k)]
         with pytest.raises(KnobError):
             c.set("K", 99999)  # out of xrtd's bounds: never reaches the process
-        with pytest.raises(KnobError, match="below the range the analysis holds for"):
-            c.set("K", lo - 1)  # in xrtd's bounds, refused by the engine
+        with pytest.raises(KnobError, match="above the range the analysis holds for"):
+            c.set("K", hi + 1)
         assert t.ask([3000]) == [expect(3000, 250)]
         assert not eng.spans_hold_original(t.p.pid, table)
         assert x.stop() == 0
@@ -85,3 +92,43 @@ def test_xrtd_killed_target_runs_original(tmp_path, bin_dir):
     finally:
         x.cleanup()
         t.close()
+
+
+def test_xrtd_sie_user_allow_list_and_targets(tmp_path, bin_dir):
+    """--allow sie-user:GLOB names the executables xrtd may retune; a plan of several perf-consts
+    needs the knob's one named (<pid>:<plan>#<CONST>), once."""
+    table, plan = _plan(tmp_path)
+    two = targets.analyzed("two_consts", [100, 50, 300], flags="-O2")
+    l_table = targets.analyzed("two_consts", [7, 9, 40], flags="-O2", const="L")
+    both = tmp_path / "both.plan"
+    both.write_text(eng.plan_text(sc.merge([two, l_table]), {"K": 0, "L": 0}, "/dev/shm/unused"))
+    t = oracle.Target(Path(table.binary.path))
+    u = oracle.Target(Path(two.binary.path))
+    exe, other = Path(table.binary.path).resolve(), Path(two.binary.path).resolve()  # as /proc/PID/exe
+    assert exe.parent != other.parent
+    x = Xrtd(tmp_path, "--allow", f"sie-user:{other.parent}/*").start()
+    try:
+        t.ask([1])
+        c = x.client()
+        with pytest.raises(KnobError, match=f"{exe} is not on xrtd's allow-list"):
+            c.register("K", "sie-user", f"{t.p.pid}:{plan}", min=1, max=5000)
+        with pytest.raises(KnobError, match="the plan holds 2 perf-consts: name one"):
+            c.register("KL", "sie-user", f"{u.p.pid}:{both}", min=1, max=5000)
+        with pytest.raises(KnobError, match="the plan has no perf-const M"):
+            c.register("M", "sie-user", f"{u.p.pid}:{both}#M", min=1, max=5000)
+        c.register("K", "sie-user", f"{u.p.pid}:{both}#K", min=1, max=5000)
+        with pytest.raises(KnobError, match="K is already a knob"):
+            c.register("K2", "sie-user", f"{u.p.pid}:{both}#K", min=1, max=5000)
+        c.register("L", "sie-user", f"{u.p.pid}:{both}#L", min=1, max=5000)
+        c.set("K", 20)
+        c.set("L", 100)
+        assert u.ask([500]) == ["480 800"]
+        c.unregister("K")  # L still changed: K goes back to 100, the spans stay armed
+        assert u.ask([500]) == ["400 800"]
+        c.unregister("L")  # the last changed one disarms
+        assert u.ask([500]) == ["400 521"]
+        assert eng.spans_hold_original(u.p.pid, two)
+    finally:
+        x.cleanup()
+        t.close()
+        u.close()

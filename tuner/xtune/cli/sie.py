@@ -1,13 +1,22 @@
-"""`xtune analyze` and `xtune sie attach|set|detach|status`: Scoped Indirect Execution for processes."""
+"""`xtune analyze` and `xtune sie attach|set|detach|status|plan`: Scoped Indirect Execution for
+processes.
+
+xrtd is the only writer of the values: `attach` registers each perf-const as a `sie-user` knob of
+xrtd (named `<pid>:<CONST>`, target `<pid>:<plan>#<CONST>`, all of a process in one plan, so
+xrtd's first change arms them all in one stop), `set` changes it through xrtd (checked against the
+analysis's range, journaled, audited, restored when xrtd exits), `detach` unregisters them.
+"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, NoReturn
 
 import typer
 
+from xtune import paths
+from xtune.knobs.table import KnobClient, KnobError
 from xtune.sie import attach as eng
 from xtune.sie import scope as sc
 from xtune.sie.spec import SpecError
@@ -18,7 +27,7 @@ sie = typer.Typer(no_args_is_help=True, help="Retune compiled-in perf-consts of 
 app.add_typer(sie, name="sie")
 
 Pid = Annotated[int, typer.Option("--pid", help="the target process")]
-Timeout = Annotated[int, typer.Option("--timeout-ms", help="give up if threads stay in safe spans")]
+Socket = Annotated[str, typer.Option("--socket", help="xrtd's control socket")]
 
 
 @app.command("analyze")
@@ -75,9 +84,36 @@ def analyze(
         raise typer.Exit(1)
 
 
-def _fail(e: Exception) -> None:
+def _fail(e: Exception) -> NoReturn:
     typer.echo(f"error: {e}", err=True)
     raise typer.Exit(1) from e
+
+
+def _xrtd(socket: str) -> KnobClient:
+    try:
+        return KnobClient(socket)
+    except KnobError as e:
+        _fail(
+            KnobError(
+                f"{e}. xtune sets perf-consts only through xrtd: start it (as root) with "
+                f"`xrtd --socket {socket} --state-dir {paths.XRTD_STATE_DIR}`, or name a running "
+                "one with --socket"
+            )
+        )
+
+
+def _knob(pid: int, const: str) -> str:
+    return f"{pid}:{const}"
+
+
+def _plan(pid: int) -> Path:
+    return eng.STATE_ROOT / f"{pid}.plan"
+
+
+def _attached(c: KnobClient, pid: int) -> list[dict[str, Any]]:
+    """The sie-user knobs `attach` registered for `pid` (the target names the pid and its plan)."""
+    prefix = f"{pid}:{_plan(pid)}#"
+    return [k for k in c.list() if k["backend"] == "sie-user" and k["target"].startswith(prefix)]
 
 
 @sie.command("attach")
@@ -85,24 +121,35 @@ def attach_cmd(
     pid: Pid,
     scope: Annotated[list[Path], typer.Option("--scope", help="scope table(s) of the binary (repeatable)")],
     const: Annotated[
-        list[str] | None, typer.Option("--const", help="perf-consts to arm (default: all)")
+        list[str] | None, typer.Option("--const", help="perf-consts to attach (default: all)")
     ] = None,
-    knobs: Annotated[str, typer.Option("--knobs", help="knob table file (default: a private one)")] = "",
-    timeout_ms: Timeout = 2000,
+    socket: Socket = paths.XRTD_SOCKET,
 ) -> None:
-    """Arm the perf-consts of the scope table(s) in process PID, all in one transaction."""
+    """Register the perf-consts of the scope table(s) in process PID as xrtd sie-user knobs.
+    xrtd's first change arms all of them in one stop (live bytes and build id checked)."""
     try:
         table = sc.merge([sc.load(str(p)) for p in scope])
-        merged = scope[0].resolve()
-        if len(scope) > 1:  # `set` and `status` read one table: keep the merged one with the state
-            merged = eng.STATE_ROOT / f"{pid}.scope.json"
-            merged.parent.mkdir(parents=True, exist_ok=True)
-            merged.write_text(table.to_json())
-        att = eng.attach(pid, table, str(merged), const or None, knobs, timeout_ms)
-    except (sc.ScopeError, eng.SieError, FileNotFoundError) as e:
+        consts = eng.process_consts(table, const or None)
+        plan = _plan(pid)
+        plan.parent.mkdir(parents=True, exist_ok=True)
+        if plan.exists():
+            raise eng.SieError(f"pid {pid}: already attached ({plan}); detach first")
+        plan.write_text(eng.plan_text(table, {c.name: 0 for c in consts}, "/dev/shm/xtune.knobs"))
+    except (sc.ScopeError, eng.SieError) as e:
         _fail(e)
-        return
-    typer.echo(f"armed {', '.join(att.slots)} in pid {pid} (knobs {att.knobs})")
+    with _xrtd(socket) as c:
+        done: list[str] = []
+        try:
+            for k in consts:  # xrtd's bounds: the analysis's range (a table with spans has both)
+                target = f"{pid}:{plan}#{k.name}"
+                c.register(_knob(pid, k.name), "sie-user", target, min=k.min_value, max=k.max_value)
+                done.append(_knob(pid, k.name))
+        except KnobError as e:
+            for name in done:
+                c.unregister(name)
+            plan.unlink()
+            _fail(e)
+    typer.echo(f"registered {', '.join(done)} with xrtd at {socket}; the first `xtune sie set` arms them")
 
 
 @sie.command("plan")
@@ -129,31 +176,50 @@ def set_cmd(
     pid: Pid,
     name: Annotated[str, typer.Argument(help="perf-const")],
     value: Annotated[int, typer.Argument(help="new value")],
+    reason: Annotated[
+        str, typer.Option(help="why: written to xrtd's audit log")
+    ] = "set from the command line",
+    socket: Socket = paths.XRTD_SOCKET,
 ) -> None:
-    """Give perf-const NAME the value VALUE in PID: the engine writes it when no thread is inside
-    its spans (a pass never sees two values) and refuses values outside the analysis's range."""
-    try:
-        att = eng.Attachment.load(pid)
-        eng.set_value(pid, name, value, sc.load(att.scope).const(name))
-    except (sc.ScopeError, eng.SieError) as e:
-        _fail(e)
+    """Give perf-const NAME the value VALUE in PID through xrtd: the engine writes it when no thread
+    is inside its spans (a pass never sees two values); values outside the analysis's range are
+    refused and change nothing."""
+    with _xrtd(socket) as c:
+        attached = [k["target"].rsplit("#", 1)[1] for k in _attached(c, pid)]
+        if name not in attached:
+            _fail(
+                eng.SieError(f"pid {pid}: no perf-const {name!r} attached (attached: {', '.join(attached)})")
+            )
+        try:
+            k = c.set(_knob(pid, name), value, reason=reason)
+        except KnobError as e:
+            _fail(e)
+    typer.echo(f"{name} = {k['applied']} in pid {pid}")
 
 
 @sie.command("detach")
-def detach_cmd(pid: Pid, timeout_ms: Timeout = 2000) -> None:
-    """Restore the original bytes in PID and unmap the trampolines."""
-    try:
-        eng.detach(pid, timeout_ms)
-    except eng.SieError as e:
-        _fail(e)
-        return
+def detach_cmd(pid: Pid, socket: Socket = paths.XRTD_SOCKET) -> None:
+    """Unregister PID's perf-consts from xrtd: the originals are restored, the text byte-exact."""
+    with _xrtd(socket) as c:
+        knobs = _attached(c, pid)
+        if not knobs and not _plan(pid).exists():
+            _fail(eng.SieError(f"pid {pid}: not attached (no sie-user knobs in xrtd at {socket})"))
+        try:
+            for k in knobs:
+                c.unregister(k["name"])
+        except KnobError as e:
+            _fail(e)
+    _plan(pid).unlink(missing_ok=True)
     typer.echo(f"detached from pid {pid}")
 
 
 @sie.command("status")
-def status_cmd(pid: Pid) -> None:
-    """What is armed in PID and the values in effect."""
-    try:
-        typer.echo(json.dumps(eng.status(pid), indent=1))
-    except eng.SieError as e:
-        _fail(e)
+def status_cmd(pid: Pid, socket: Socket = paths.XRTD_SOCKET) -> None:
+    """The perf-consts attached in PID and the values in effect, as xrtd holds them."""
+    with _xrtd(socket) as c:
+        knobs = _attached(c, pid)
+    if not knobs:
+        _fail(eng.SieError(f"pid {pid}: not attached (no sie-user knobs in xrtd at {socket})"))
+    values = {k["target"].rsplit("#", 1)[1]: k["applied"] for k in knobs}
+    states = {k["target"].rsplit("#", 1)[1]: k["state"] for k in knobs}
+    typer.echo(json.dumps({"pid": pid, "values": values, "states": states}, indent=1))

@@ -25,6 +25,7 @@ from xtune.config import load
 from xtune.config.schema import SloFile
 from xtune.demo.dataplane_load import loadgen
 from xtune.host.services import Services, free_port
+from xtune.knobs.table import KnobClient
 from xtune.sie import attach as eng
 from xtune.sie.analyze import analyze
 from xtune.sie.scope import ScopeTable
@@ -80,16 +81,17 @@ class Server:
         self.proc.wait()
 
 
-def client_check(server: Server, table: ScopeTable, chosen: int, seconds: int) -> dict[int, float]:
+def client_check(
+    server: Server, table: ScopeTable, plan: Path, chosen: int, seconds: int
+) -> dict[int, float]:
     """Latency seen by the client, independent of the observer: compiled value, then the chosen
-    one through the SIE engine directly (attached and detached here, xrtd is gone by now)."""
-    p50 = {table.const(CONST).values[0]: server.load_p50_us(seconds)}
-    eng.attach(server.proc.pid, table, "", [CONST], timeout_ms=5000)
-    try:
-        eng.set_value(server.proc.pid, CONST, chosen, table.const(CONST))
+    one, set through a private xrtd of its own (the tuning's is gone by now; closing it restores)."""
+    const = table.const(CONST)
+    p50 = {const.values[0]: server.load_p50_us(seconds)}
+    with Services([], observe=False) as svc, KnobClient(svc.xrtd_socket) as c:
+        c.register(KNOB, "sie-user", f"{server.proc.pid}:{plan}", min=const.min_value, max=const.max_value)
+        c.set(KNOB, chosen, reason="client-side check of the chosen value")
         p50[chosen] = server.load_p50_us(seconds)
-    finally:
-        eng.detach(server.proc.pid, timeout_ms=5000)
     return p50
 
 
@@ -131,7 +133,7 @@ def run_sie_phase(out: Path, store: Store, short: bool, budget: int | None, cons
                 result = session.result
             restored = eng.spans_hold_original(server.proc.pid, table)
             chosen = int((result.best or {}).get(KNOB, table.const(CONST).values[0]))
-            p50 = client_check(server, table, chosen, 2 if short else 3)
+            p50 = client_check(server, table, plan, chosen, 2 if short else 3)
             restored = restored and eng.spans_hold_original(server.proc.pid, table)
         finally:
             server.close()

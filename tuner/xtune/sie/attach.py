@@ -1,21 +1,20 @@
-"""Driving the user-space SIE engine (build/bin/xsie-user) from a scope table.
+"""Driving the user-space SIE engine (build/bin/xsie-user) directly from a scope table: the
+engine's own harness, for its tests and benchmarks. Values set here bypass xrtd's journal, audit
+and restore on exit; `xtune sie` and every tuning path go through xrtd (`xtune.sie.xrtd_knobs`).
 
-`attach` starts `xsie-user run`, which arms the process and stays attached; `set` sends the value
-over the engine's control socket and returns once the engine wrote it at a moment when no thread
-was inside the perf-const's spans (or raises its refusal). The value in effect is then recorded in
-the slot's `applied` of a knob table (a private one, or xrtd's; same layout as
-include/xtune/knob.h) for `status`; the trampolines read the engine's own words.
-Per attached pid a state folder keeps the plan, the engine's state and which slot is which.
+`attach` starts `xsie-user run`, which arms the process and stays attached; `set_value` sends the
+value over the engine's control socket and returns once the engine wrote it at a moment when no
+thread was inside the perf-const's spans (or raises its refusal). The trampolines read the
+engine's own value words, so no knob table is involved. Per attached pid a state folder keeps the
+plan, the engine's state and its control socket.
 """
 
 from __future__ import annotations
 
 import json
-import mmap
 import os
 import signal
 import socket
-import struct
 import subprocess
 import time
 from dataclasses import dataclass
@@ -25,11 +24,7 @@ from xtune import paths
 from xtune.sie.elfcode import file_build_id
 from xtune.sie.scope import PerfConst, ScopeError, ScopeTable
 
-MAGIC, VERSION, HEADER, SLOT, NSLOTS = 0x544B5458, 1, 4096, 512, 256
-TABLE_SIZE = HEADER + SLOT * NSLOTS
-OFF_BACKEND, OFF_MIN, OFF_MAX, OFF_ORIGINAL = 256, 264, 272, 288
-OFF_SEQ, OFF_APPLIED, OFF_STATE = 448, 456, 472
-BACKEND_SIE_USER, STATE_REGISTERED, STATE_APPLIED = 4, 1, 3
+KNOB_TABLE_SIZE = 4096 + 512 * 256  # include/xtune/knob.h: header + 256 slots of 512 bytes
 STATE_ROOT = Path(os.environ.get("XTUNE_SIE_STATE", "/run/xtune/sie"))
 
 
@@ -39,7 +34,7 @@ class SieError(RuntimeError):
 
 def plan_text(table: ScopeTable, slots: dict[str, int], knobs_path: str, int3: bool = False) -> str:
     """The engine's plan: one line per span (see runtime/sie/plan.c); `int3` forces the fallback."""
-    lines = [f"knobs {knobs_path} {TABLE_SIZE:x}", f"load_vaddr {table.binary.load_vaddr:x}"]
+    lines = [f"knobs {knobs_path} {KNOB_TABLE_SIZE:x}", f"load_vaddr {table.binary.load_vaddr:x}"]
     if table.binary.build_id:
         lines.append(f"binary {table.binary.build_id} {table.binary.sha256}")
     if table.binary.library:
@@ -74,77 +69,11 @@ def _bounds(c: PerfConst) -> str:
     return f"{lo} {hi} {getattr(c, 'multiple_of', 1)} {int(pow2)}"
 
 
-class KnobTable:
-    """A knob table file mapped read-write (standalone use, or xrtd's for reading)."""
-
-    def __init__(self, path: str, create: bool = False) -> None:
-        self.path = path
-        flags = os.O_RDWR | (os.O_CREAT if create else 0)
-        fd = os.open(path, flags, 0o600)
-        try:
-            if create and os.fstat(fd).st_size == 0:
-                os.ftruncate(fd, TABLE_SIZE)
-                self.mm = mmap.mmap(fd, TABLE_SIZE)
-                struct.pack_into("<IHHII", self.mm, 0, MAGIC, VERSION, HEADER, SLOT, NSLOTS)
-            else:
-                self.mm = mmap.mmap(fd, TABLE_SIZE)
-        finally:
-            os.close(fd)
-        # 8-byte fields go through a native int64 view: one aligned store, never torn for readers
-        # (struct.pack_into writes byte by byte).
-        self.words = memoryview(self.mm).cast("q")
-        magic, version = struct.unpack_from("<IH", self.mm, 0)
-        if magic != MAGIC or version != VERSION:
-            raise SieError(f"{path}: not an xtune knob table (magic {magic:#x}, version {version})")
-
-    def _base(self, slot: int) -> int:
-        return HEADER + slot * SLOT
-
-    def name(self, slot: int) -> str:
-        return bytes(self.mm[self._base(slot) : self._base(slot) + 64]).split(b"\0")[0].decode()
-
-    def register(self, name: str, original: int) -> int:
-        for slot in range(NSLOTS):
-            if not self.name(slot):
-                b = self._base(slot)
-                self.mm[b : b + SLOT] = bytes(SLOT)
-                self.mm[b : b + len(name)] = name.encode()
-                struct.pack_into("<I", self.mm, b + OFF_BACKEND, BACKEND_SIE_USER)
-                struct.pack_into("<qq", self.mm, b + OFF_MIN, -(2**63), 2**63 - 1)
-                struct.pack_into("<q", self.mm, b + OFF_ORIGINAL, original)
-                self.publish(slot, original, STATE_REGISTERED)
-                return slot
-        raise SieError(f"{self.path}: no free slot")
-
-    def free(self, slot: int) -> None:
-        b = self._base(slot)
-        self.mm[b : b + SLOT] = bytes(SLOT)
-
-    def applied(self, slot: int) -> int:
-        return self.words[(self._base(slot) + OFF_APPLIED) // 8]
-
-    def publish(self, slot: int, value: int, state: int = STATE_APPLIED) -> None:
-        """Seqlock write of `applied`: the trampoline's aligned 8-byte load sees old or new."""
-        b = self._base(slot)
-        seq = self.words[(b + OFF_SEQ) // 8]
-        self.words[(b + OFF_SEQ) // 8] = seq + 1 | 1
-        self.words[(b + OFF_APPLIED) // 8] = value
-        struct.pack_into("<I", self.mm, b + OFF_STATE, state)
-        self.words[(b + OFF_SEQ) // 8] = (seq + 1 | 1) + 1
-
-    def close(self) -> None:
-        self.words.release()
-        self.mm.close()
-
-
 @dataclass
 class Attachment:
     pid: int
     dir: Path
-    scope: str
-    knobs: str
-    slots: dict[str, int]
-    own_table: bool
+    consts: list[str]
     server: int = 0  # pid of `xsie-user run`, attached until detach
 
     @classmethod
@@ -154,17 +83,26 @@ class Attachment:
         if not meta.exists():
             raise SieError(f"pid {pid}: not attached (no {meta})")
         m = json.loads(meta.read_text())
-        return cls(pid, d, m["scope"], m["knobs"], m["slots"], m["own_table"], m.get("server", 0))
+        return cls(pid, d, m["consts"], m["server"])
 
     def save(self) -> None:
-        meta = {
-            "scope": self.scope,
-            "knobs": self.knobs,
-            "slots": self.slots,
-            "own_table": self.own_table,
-            "server": self.server,
-        }
+        meta = {"consts": self.consts, "server": self.server}
         (self.dir / "meta.json").write_text(json.dumps(meta, indent=1))
+
+
+def process_consts(table: ScopeTable, names: list[str] | None = None) -> list[PerfConst]:
+    """The perf-consts `names` (default: every tunable one) of a process's table, refused with the
+    reason when one is not tunable or has kernel spans."""
+    consts = [table.const(n) for n in names] if names else [c for c in table.consts if c.tunable]
+    for c in consts:
+        if not c.tunable:
+            why = "; ".join(f"{r.function}: {r.reason}" for r in c.refusals) or "no spans"
+            raise SieError(f"{c.name} is not tunable: {why}")
+        if any(s.update.probe is not None for s in c.spans):
+            raise SieError(f"{c.name}: kernel spans (kprobes for xsie.ko), not process trampolines")
+    if not consts:
+        raise SieError("no tunable perf-const in the scope table")
+    return consts
 
 
 def _check_pid(pid: int) -> None:
@@ -175,9 +113,7 @@ def _check_pid(pid: int) -> None:
 def attach(
     pid: int,
     table: ScopeTable,
-    scope_path: str,
     names: list[str] | None = None,
-    knobs: str = "",
     timeout_ms: int = 2000,
     force_int3: bool = False,
 ) -> Attachment:
@@ -189,23 +125,11 @@ def attach(
     d = STATE_ROOT / str(pid)
     if (d / "meta.json").exists():
         raise SieError(f"pid {pid}: already attached ({d}); detach first")
-    consts = [table.const(n) for n in names] if names else [c for c in table.consts if c.tunable]
-    for c in consts:
-        if not c.tunable:
-            why = "; ".join(f"{r.function}: {r.reason}" for r in c.refusals) or "no spans"
-            raise SieError(f"{c.name} is not tunable: {why}")
-        if any(s.update.probe is not None for s in c.spans):
-            raise SieError(f"{c.name}: kernel spans (kprobes for xsie.ko), not process trampolines")
-    if not consts:
-        raise SieError("no tunable perf-const in the scope table")
+    consts = process_consts(table, names)
     d.mkdir(parents=True, exist_ok=True)
-    own = not knobs
-    knobs_path = knobs or f"/dev/shm/xtune.sie.{pid}"
-    tab = KnobTable(knobs_path, create=own)
-    slots = {c.name: tab.register(c.name, c.values[0]) for c in consts}
-    tab.close()
-    att = Attachment(pid, d, scope_path, knobs_path, slots, own)
-    (d / "plan").write_text(plan_text(table, slots, knobs_path, force_int3))
+    att = Attachment(pid, d, [c.name for c in consts])
+    slots = {c.name: i for i, c in enumerate(consts)}  # unused under `run`: values are the engine's
+    (d / "plan").write_text(plan_text(table, slots, "/dev/shm/xtune.knobs", force_int3))
     args = ["--pid", str(pid), "--plan", str(d / "plan"), "--state", str(d / "state")]
     args += ["--timeout-ms", str(timeout_ms), "--control", str(d / "control")]
     try:
@@ -260,8 +184,8 @@ def set_value(pid: int, name: str, value: int, const: PerfConst | None = None) -
     """Put `value` in effect for `name`; with its PerfConst, values the analysis does not cover are
     refused here too (the engine refuses them anyway, from the plan)."""
     att = Attachment.load(pid)
-    if name not in att.slots:
-        raise SieError(f"pid {pid}: {name} is not attached (attached: {', '.join(att.slots)})")
+    if name not in att.consts:
+        raise SieError(f"pid {pid}: {name} is not attached (attached: {', '.join(att.consts)})")
     if const is not None:
         try:
             const.check_value(value)
@@ -270,9 +194,6 @@ def set_value(pid: int, name: str, value: int, const: PerfConst | None = None) -
     reply = _control(att, f"set {name} {value}")
     if not reply.startswith("ok "):
         raise SieError(reply.removeprefix("err "))
-    tab = KnobTable(att.knobs)
-    tab.publish(att.slots[name], value)
-    tab.close()
 
 
 def _control(att: Attachment, line: str, timeout: float = 60) -> str:
@@ -297,26 +218,9 @@ def detach(pid: int, timeout_ms: int = 2000) -> None:
             _cleanup(att)  # the engine is gone: nothing is attached any more
 
 
-def status(pid: int) -> dict[str, object]:
-    att = Attachment.load(pid)
-    tab = KnobTable(att.knobs)
-    values = {n: tab.applied(s) for n, s in att.slots.items()}
-    tab.close()
-    return {"pid": pid, "alive": Path(f"/proc/{pid}").exists(), "scope": att.scope, "knobs": att.knobs,
-            "values": values, "state": (att.dir / "state").read_text().strip()}  # fmt: skip
-
-
 def _cleanup(att: Attachment) -> None:
-    if att.own_table:
-        Path(att.knobs).unlink(missing_ok=True)
-    else:
-        tab = KnobTable(att.knobs)
-        for s in att.slots.values():
-            tab.free(s)
-        tab.close()
     for f in ("plan", "state", "meta.json", "server.log", "control"):
         (att.dir / f).unlink(missing_ok=True)
-    (STATE_ROOT / f"{att.pid}.scope.json").unlink(missing_ok=True)
     att.dir.rmdir()
 
 
