@@ -278,6 +278,35 @@ def test_leaves_take_the_least_regret_value_and_cells_outside_the_bound_do_not_t
     assert model.card["samples"] == 11 * (40 - 2)  # 12 cells less 4 at r40, each less 2 settling windows
 
 
+def test_a_few_stray_windows_of_a_heavier_regime_do_not_relabel_a_leaf(tmp_path: Path) -> None:
+    """r10's leaf also gets 2 of each r24 cell's 40 windows (a noisy rate read low). 4 queues at
+    r24, so counting those strays would give the whole leaf 8; they are 5 % of its windows, under
+    the share a regime needs to count, and the leaf keeps r10's best, 4. With the share at 0 the
+    strays count again."""
+    path = tmp_path / "s.xtrec"
+    seq = 0
+    with RecordingWriter(path) as rec:
+        rec.append_catalog(Catalog(SIGNALS, 1_000_000))
+        for regime, (arrivals, cells) in LADDER.items():
+            for value, (p99, tput) in cells.items():
+                rec.append_decision(Decision("sweep", {"batch": value}, "sweep", extra={"regime": regime}))
+                for i in range(40):
+                    seq += 1
+                    rate = 10.0 if regime == "r24" and i >= 38 else float(arrivals)
+                    items = [(2, 0, rate), (3, 0, p99), (4, 0, tput)]
+                    rec.append_frame(encode_frame(seq, seq * 1_000_000, (seq + 1) * 1_000_000, items))
+    common = ([path], [], "batch", "func.serve_batch.latency.p99", "func.serve_batch.rate")
+    model = train_regimes(*common, tmp_path / "m.json", features=["dp.arrivals"], prefer="larger")
+    assert model.card["leaf_regime_share"] == 0.1
+    assert TreePolicy(model).decide({"dp.arrivals": 10.0}) == {"batch": 4}
+    every = train_regimes(
+        *common, tmp_path / "e.json", features=["dp.arrivals"], prefer="larger", leaf_regime_share=0.0
+    )
+    assert TreePolicy(every).decide({"dp.arrivals": 10.0}) == {"batch": 8}
+    with pytest.raises(ValueError, match="leaf_regime_share"):
+        train_regimes(*common, tmp_path / "x.json", features=["dp.arrivals"], leaf_regime_share=1.0)
+
+
 def test_ewma_features_leave_out_each_cells_warm_up(tmp_path: Path) -> None:
     write_ladder(tmp_path / "l.xtrec")
     land = read_landscape(

@@ -152,6 +152,13 @@ def train(
             "the fallback is that side's extreme label."
         ),
     ] = None,
+    leaf_regime_share: Annotated[
+        float,
+        typer.Option(
+            help="Sweep recordings: a leaf's value suits the regimes with at least this share of its "
+            "windows (a few windows of another regime are noise)."
+        ),
+    ] = 0.1,
 ) -> None:
     """Train a decision-tree policy from recordings.
 
@@ -178,6 +185,7 @@ def train(
                 neighbours=neighbours,
                 watch=watch or (),
                 prefer=prefer,
+                leaf_regime_share=leaf_regime_share,
             )
         else:
             model = train_tree(recordings, knob, out, feature or None, max_depth)

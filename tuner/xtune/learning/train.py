@@ -156,6 +156,7 @@ def train_regimes(
     watch: Sequence[str] = (),
     watch_quantile: float = 0.99,
     prefer: str | None = None,
+    leaf_regime_share: float = 0.1,
 ) -> TreeModel:
     """A tree labelled with the measured best value per regime, checked on held-out sweeps.
 
@@ -180,9 +181,13 @@ def train_regimes(
     bound; a step too large waits a little): values that tie (within `tolerance`) go to that side,
     in labels and leaves, and the fallback is the label of that side's extreme regime (e.g. the
     value for the heaviest load measured) instead of the least worst-case regret.
+    A leaf's value is then the least total cost over the regimes with at least `leaf_regime_share`
+    of its training windows (`_least_regret_leaves`).
     """
     if prefer not in (None, "larger", "smaller"):
         raise ValueError(f"prefer must be 'larger' or 'smaller', not {prefer!r}")
+    if not 0.0 <= leaf_regime_share < 1.0:
+        raise ValueError(f"leaf_regime_share must be in [0, 1), not {leaf_regime_share}")
     _warn_per_window_counts([objective, throughput, *(features or ()), *watch])
     from sklearn.ensemble import GradientBoostingClassifier
     from sklearn.tree import DecisionTreeClassifier
@@ -236,8 +241,9 @@ def train_regimes(
     }
     model = TreeModel.from_sklearn(tree, names, [knob], [[v] for v in values], card)
     card["relabelled_leaves"] = _least_regret_leaves(
-        model, tree.apply(rows), regimes, land, values, (cost, raw), prefer
+        model, tree.apply(rows), regimes, land, values, (cost, raw), prefer, leaf_regime_share
     )
+    card["leaf_regime_share"] = leaf_regime_share
     card["prefer"] = prefer
     fit = evaluate(model, land)
     card["training_accuracy"], card["training_regret_mean"] = fit["accuracy"], fit["regret_mean"]
@@ -348,19 +354,27 @@ def _least_regret_leaves(
     values: Sequence[int],
     costs: tuple[dict[tuple[str, int], float], dict[tuple[str, int], float]],
     prefer: str | None = None,
+    min_share: float = 0.0,
 ) -> int:
     """Give each leaf the value with the least total cost (`_robust_costs`) over the training
     windows that reach it; returns how many leaves changed. The classifier's majority vote treats
     every wrong value alike, but a value too small for the heaviest regime in a leaf queues without
     bound while one a step too large costs a little latency: this is where the tree learns that
-    asymmetry from the measurements."""
+    asymmetry from the measurements. Only regimes with at least `min_share` of a leaf's windows
+    count: with 1 ms windows a light regime's noisy rate strays into a heavier leaf now and then
+    (and a heavy one into a lighter leaf), and one such stray in a leaf, infinite for every value
+    too small for its regime, pushed whole light leaves two steps up (a light load's leaf gave 8
+    where 2 was measured best). A stray window does not move the live policy toward the unsafe
+    side: that takes `hold` windows in a row there."""
     counts: dict[int, dict[str, int]] = {}
     for leaf, regime in zip(leaf_of, regimes, strict=True):
         per = counts.setdefault(int(leaf), {})
         per[regime] = per.get(regime, 0) + 1
     cost, raw = costs
     changed = 0
-    for leaf, per in counts.items():
+    for leaf, every in counts.items():
+        total_windows = sum(every.values())
+        per = {r: n for r, n in every.items() if n >= min_share * total_windows}
         total = {v: sum(n * cost[(r, v)] for r, n in per.items()) for v in values}
         tie = {v: sum(n * raw[(r, v)] for r, n in per.items()) for v in values}
         best = min(total, key=lambda v: (total[v], _lean(v, prefer, tie[v]), v))
