@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -69,6 +71,38 @@ def test_schema_is_the_models_at_the_newest_revision(store_url: str) -> None:
         context = MigrationContext.configure(conn)
         assert context.get_current_revision() == HEAD
         assert compare_metadata(context, Base.metadata) == []
+
+
+OPEN_ON_GO = """
+import sys
+from xtune.trials.store import Store
+print("ready", flush=True)
+sys.stdin.readline()
+Store(sys.argv[1])
+"""
+
+
+def test_processes_opening_a_new_store_at_once_make_it_once(store_url: str) -> None:
+    """`xtune run` and `xtune dashboard` started together on a new store: neither fails."""
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", OPEN_ON_GO, store_url],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    for p in procs:  # all imported: release them together
+        assert p.stdout is not None and p.stdout.readline() == "ready\n"
+    for p in procs:
+        assert p.stdin is not None
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    errors = [p.communicate(timeout=60)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0] * 4, errors
+    assert Store(store_url).experiments() == []
 
 
 def test_store_made_before_migrations_upgrades_in_place(tmp_path: Path) -> None:

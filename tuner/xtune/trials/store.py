@@ -35,7 +35,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 MIGRATIONS = Path(__file__).with_name("migrations")
 # The tables of a store made before migrations: that schema is revision 0001.
 UNVERSIONED_TABLES = {"experiments", "trials", "measurements", "decisions", "rollbacks"}
-# Taken while upgrading a PostgreSQL store, so processes opening it at once upgrade it once.
+# The advisory lock a PostgreSQL store's upgrade holds (SQLite's is the database's write lock).
 PG_UPGRADE_LOCK = 0x78747374  # "xtst"
 
 
@@ -134,10 +134,12 @@ class StoredTrial:
 
 
 def _upgrade(conn: Connection, where: str) -> None:
-    """Bring the store on `conn` to the newest revision (in one transaction where the backend has
-    transactional DDL: PostgreSQL)."""
+    """Bring the store on `conn` to the newest revision in one transaction that holds the store's
+    write lock, so processes opening a new store at once make its tables once."""
     if conn.dialect.name == "postgresql":
         conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": PG_UPGRADE_LOCK})
+    elif conn.dialect.name == "sqlite":
+        conn.exec_driver_sql("BEGIN IMMEDIATE")  # the driver would run DDL outside any transaction
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     config.attributes["connection"] = conn
