@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Builds an xtune image with podman and prints its name: `build.sh agent` (the C daemons and their
-# libraries) or `build.sh full` (also the sources and the tuner's virtual environment). The binaries
-# are the checkout's build/bin (`make build`; Debian 12 like the image). The build context is
-# staged in a temporary directory so that the checkout's .venv and build tree are not sent.
+# Builds an xtune image with podman and prints its name and ID (the ID is this build's even when
+# another checkout retags the name): `build.sh agent` (the C daemons and their libraries) or
+# `build.sh full` (also the sources and the tuner's virtual environment). The binaries are the
+# checkout's build/bin (`make build`; Debian 12 like the image). The build context is staged in a
+# temporary directory so that the checkout's .venv and build tree are not sent.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
@@ -41,5 +42,6 @@ if [[ $kind == full ]]; then
 	extra+=(--volume /etc/ssl/certs/ca-certificates.crt:/run/host-ca.crt:ro --build-arg PIP_CERT=/run/host-ca.crt)
 fi
 image=localhost/xtune-$kind:latest
-"$here/podman.sh" build --build-arg BASE="$base" -f "$here/$kind.Containerfile" -t "$image" "${extra[@]}" "$ctx" >&2
-echo "$image"
+"$here/podman.sh" build --build-arg BASE="$base" -f "$here/$kind.Containerfile" -t "$image" \
+	--iidfile "$ctx/id" "${extra[@]}" "$ctx" >&2
+echo "$image $(cat "$ctx/id")"

@@ -19,7 +19,7 @@ def podman(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
 
 
 def script(name: str, *args: str) -> str:
-    """Run a docker/ script; its last line of output is the image it made."""
+    """Run a docker/ script; the last word of its output is the image it made (an ID for build.sh)."""
     res = subprocess.run([str(DOCKER / name), *args], capture_output=True, text=True)
     if res.returncode != 0:
         pytest.fail(f"docker/{name} {' '.join(args)} failed: {res.stderr.strip()}")
@@ -28,7 +28,7 @@ def script(name: str, *args: str) -> str:
 
 @pytest.fixture(scope="session")
 def agent_image(bin_dir: Path) -> str:
-    """docker/build.sh agent: seconds when nothing changed, about two minutes from nothing."""
+    """The ID of the agent image docker/build.sh builds from build/bin: seconds when nothing changed."""
     base = script("base.sh")
     probe = podman("run", "--rm", base, "true", check=False)
     if probe.returncode != 0:
