@@ -31,7 +31,8 @@ def test_kill9_restart_keeps_registrations_at_their_originals(xrtd, netns):
     c.set("fin", 17)
     c.set("cc", "reno")
     with c.table() as table:
-        table.wait_applied(registered["rmem"]["slot"], table.write_desired(registered["rmem"]["slot"], 65536))
+        slot = registered["rmem"]["slot"]
+        table.wait_applied(slot, table.write_desired(slot, 65536, ring=True), timeout=10)
     assert {key: sysctl_in(netns, key) for key in keys} != before
 
     xrtd.kill9()

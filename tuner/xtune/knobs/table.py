@@ -218,7 +218,7 @@ class KnobClient:
     ) -> None:
         self.socket_path = str(socket_path)
         self.timeout = timeout
-        self.client = client
+        self.client_name = client
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock.settimeout(timeout)
         try:
@@ -346,7 +346,7 @@ class KnobClient:
     def start_lease(self, period: float = 0.05, lease_ms: int = 300) -> None:
         """Renew the lease from a background thread (own connection) every `period` seconds."""
         self.stop_lease()
-        self._lease = _LeaseThread(self.socket_path, period, lease_ms, self.client)
+        self._lease = _LeaseThread(self.socket_path, period, lease_ms, self.client_name)
         self._lease.start()
 
     def stop_lease(self, release: bool = True) -> None:
