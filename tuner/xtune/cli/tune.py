@@ -43,8 +43,8 @@ def run(
     from xtune.config import ConfigError, load
     from xtune.trials.store import Store
     from xtune.tuning.console import make_console
+    from xtune.tuning.job import run_job
     from xtune.tuning.metrics import Metrics
-    from xtune.tuning.session import run_session
 
     console = make_console(ascii)
     variables = dict(v.split("=", 1) for v in var or [] if "=" in v)
@@ -57,10 +57,10 @@ def run(
     metrics = Metrics(slo.name)
     host, _, port = metrics_addr.rpartition(":")
     metrics.serve(host or "127.0.0.1", int(port))
-    session = run_session(slo, store, metrics, console, xrtd_socket, warm=True)
-    session.print_table(console)
+    job = run_job(slo, store, metrics, console, xrtd_socket, warm=True)
+    job.print_table(console)
     if report is not None:
-        session.write_report(report, console)
+        job.write_report(report, console)
 
 
 @app.command()

@@ -28,9 +28,9 @@ from xtune.demo.bottleneck import Bottleneck
 from xtune.demo.sie_phase import SiePhase, run_sie_phase
 from xtune.host.services import Services, free_port
 from xtune.trials.store import Store
+from xtune.tuning.job import run_job
 from xtune.tuning.loop import RunResult
 from xtune.tuning.metrics import Metrics
-from xtune.tuning.session import run_session
 
 TEMPLATE = paths.package_data("demo", "data", "bufferbloat.yaml")
 
@@ -85,9 +85,9 @@ def run_demo(
         metrics = Metrics(slo.name)
         port = metrics.serve(port=metrics_port if metrics_port is not None else free_port())
         console.print(f"Prometheus metrics on http://127.0.0.1:{port}/metrics")
-        session = run_session(slo, store, metrics, console, svc.xrtd_socket, svc.signals_shm)
-    session.print_table(console)
-    report = session.write_report(out / "report", console)
+        job = run_job(slo, store, metrics, console, svc.xrtd_socket, svc.signals_shm)
+    job.print_table(console)
+    report = job.write_report(out / "report", console)
     sie = run_sie_phase(out, store, short, None, console)
     adaptive = run_adaptive_phase(out, short, console)
-    return DemoRun(session.result, report, store.url, port, sie, adaptive)
+    return DemoRun(job.result, report, store.url, port, sie, adaptive)

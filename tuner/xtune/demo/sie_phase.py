@@ -31,9 +31,9 @@ from xtune.sie.analyze import analyze
 from xtune.sie.scope import ScopeTable
 from xtune.sie.spec import load_spec
 from xtune.trials.store import Store
+from xtune.tuning.job import run_job
 from xtune.tuning.loop import RunResult
 from xtune.tuning.metrics import Metrics
-from xtune.tuning.session import run_session
 
 TEMPLATE = paths.package_data("demo", "data", "dataplane.yaml")
 # The analyzed server is C source of the checkout (experiments/dataplane/); $XTUNE_DATAPLANE_SPEC names it
@@ -127,17 +127,17 @@ def run_sie_phase(out: Path, store: Store, short: bool, budget: int | None, cons
                     f"under Poisson load; tuning {CONST} through xrtd's sie-user backend with "
                     f"{slo.policy.kind} (budget {slo.policy.budget})"
                 )
-                session = run_session(
+                job = run_job(
                     slo, store, Metrics(slo.name), console, svc.xrtd_socket, svc.signals_shm
                 )
-                result = session.result
+                result = job.result
             restored = eng.spans_hold_original(server.proc.pid, table)
             chosen = int((result.best or {}).get(KNOB, table.const(CONST).values[0]))
             p50 = client_check(server, table, plan, chosen, 2 if short else 3)
             restored = restored and eng.spans_hold_original(server.proc.pid, table)
         finally:
             server.close()
-    session.print_table(console)
+    job.print_table(console)
     console.print(
         f"{CONST} restored on exit: process text "
         + ("byte-exact (original)" if restored else "[red]NOT original[/]")
@@ -146,5 +146,5 @@ def run_sie_phase(out: Path, store: Store, short: bool, budget: int | None, cons
         "client-measured p50 latency (load generator, send to reply): "
         + ", ".join(f"{CONST} {v}: {us:.0f} us" for v, us in p50.items())
     )
-    report = session.write_report(out / "report-sie", console)
+    report = job.write_report(out / "report-sie", console)
     return SiePhase(result, report, restored, p50)

@@ -1,8 +1,8 @@
 """One tuning run wired from an SLO file: what `xtune run` and both phases of `xtune demo` share.
 
-`run_session` builds the parts (xrtd actuator, frame reader, workload, progress console, and the
+`run_job` builds the parts (xrtd actuator, frame reader, workload, progress console, and the
 Runner, or the BenchRunner when the file's windows are benchmark runs), runs the file's policy,
-closes them, and keeps the run's units with it in the store. The `Session` it returns prints the
+closes them, and keeps the run's units with it in the store. The `FinishedRun` it returns prints the
 before/after table and writes the report.
 """
 
@@ -27,7 +27,7 @@ from xtune.tuning.workload import Workload
 
 
 @dataclass
-class Session:
+class FinishedRun:
     """A finished tuning run: its result, the units of its figures and the store it is in."""
 
     result: RunResult
@@ -45,7 +45,7 @@ class Session:
         return report
 
 
-def run_session(
+def run_job(
     slo: SloFile,
     store: Store,
     metrics: Metrics,
@@ -53,7 +53,7 @@ def run_session(
     xrtd_socket: str = "",
     signals_shm: str = "",
     warm: bool = False,
-) -> Session:
+) -> FinishedRun:
     """Run the tuning job `slo` describes and close everything it started, `metrics` included.
 
     `xrtd_socket` defaults to the file's, else the system's; `signals_shm` to the file's signal
@@ -88,4 +88,4 @@ def run_session(
         reader.close()
         metrics.close()
     progress.units.record(store, result.experiment_id)
-    return Session(result, progress.units, store)
+    return FinishedRun(result, progress.units, store)
