@@ -15,6 +15,9 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from conftest import HERE
+from typer.testing import CliRunner
+from xtune.cli.tune import app
+from xtune.host.services import free_port
 from xtune.testing.postgres import Cluster
 from xtune.trials.store import MIGRATIONS, Base, Store, StoredTrial, StoreError
 
@@ -151,6 +154,17 @@ def test_other_databases_are_refused_unchanged(tmp_path: Path) -> None:
         db.execute("UPDATE alembic_version SET version_num = '9999'")
     with pytest.raises(StoreError, match=rf"{newer}: cannot upgrade the schema: .*9999"):
         Store(f"sqlite:///{newer}")
+
+
+def test_a_store_that_cannot_be_opened_is_named(tmp_path: Path) -> None:
+    url = f"postgresql://postgres@127.0.0.1:{free_port()}/trials"  # no server listens there
+    with pytest.raises(StoreError, match=rf"^{url}: cannot open: .*refused"):
+        Store(url)
+    url = f"sqlite:///{tmp_path}/missing/trials.db"
+    result = CliRunner().invoke(app, ["trials", "--db", url])
+    assert result.exit_code == 1
+    assert result.stderr == f"error: {url}: cannot open: unable to open database file\n"
+    assert not (tmp_path / "missing").exists()
 
 
 @pytest.mark.root

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from xtune import paths
-from xtune.cli.tune import DEFAULT_DB, DbOption
+from xtune.cli.tune import DEFAULT_DB, DbOption, open_store
 
 app = typer.Typer()
 
@@ -29,13 +29,12 @@ def dashboard(
     """Serve a live page: trials, the best so far, SLO margins, knobs, signals, rollbacks."""
     from xtune.dashboard.server import DashboardServer
     from xtune.dashboard.state import Sources
-    from xtune.trials.store import Store
 
     host, _, port = addr.rpartition(":")
     if not host or not port.isdigit():
         typer.echo(f"error: --addr {addr!r}: want HOST:PORT", err=True)
         raise typer.Exit(2)
-    sources = Sources(Store(db), xrtd_socket, prometheus, prometheus_range)
+    sources = Sources(open_store(db), xrtd_socket, prometheus, prometheus_range)
     try:
         server = DashboardServer(sources, host, int(port))
     except OSError as exc:

@@ -4,17 +4,33 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from xtune import paths
+
+if TYPE_CHECKING:
+    from xtune.trials.store import Store
 
 DEFAULT_DB = os.environ.get("XTUNE_DB", f"sqlite:///{paths.BUILD / 'xtune-trials.db'}")
 
 app = typer.Typer(no_args_is_help=True)
 
 DbOption = Annotated[str, typer.Option(help="Trial store URL (SQLAlchemy: sqlite:///..., postgresql://...).")]
+
+
+def open_store(db: str) -> Store:
+    """The trial store `db` names, or exit 1 saying why it cannot be opened."""
+    from xtune.trials.store import Store, StoreError
+
+    try:
+        return Store(db)
+    except StoreError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(1) from e
+
+
 AsciiOption = Annotated[
     bool | None,
     typer.Option(
@@ -41,7 +57,6 @@ def run(
 ) -> None:
     """Run the tuning job an SLO file describes."""
     from xtune.config import ConfigError, load
-    from xtune.trials.store import Store
     from xtune.tuning.console import make_console
     from xtune.tuning.job import run_job
     from xtune.tuning.metrics import Metrics
@@ -53,7 +68,7 @@ def run(
     except ConfigError as e:
         typer.echo(str(e), err=True)
         raise typer.Exit(2) from e
-    store = Store(db)
+    store = open_store(db)
     metrics = Metrics(slo.name)
     host, _, port = metrics_addr.rpartition(":")
     metrics.serve(host or "127.0.0.1", int(port))
@@ -74,10 +89,9 @@ def trials(
 
     from xtune.config.units import format_spread
     from xtune.trials.report import params_text, stored_units, summary_line
-    from xtune.trials.store import Store
     from xtune.tuning.console import is_ascii, make_console
 
-    store = Store(db)
+    store = open_store(db)
     console = make_console(ascii)
     for exp in store.experiments(experiment or None):
         trials = store.trials(exp.id)
@@ -102,9 +116,8 @@ def report(
 ) -> None:
     """Write PNG plots and an HTML page for a stored run."""
     from xtune.trials.report import write_report
-    from xtune.trials.store import Store
 
-    typer.echo(str(write_report(Store(db), run_id, out)))
+    typer.echo(str(write_report(open_store(db), run_id, out)))
 
 
 @app.command()

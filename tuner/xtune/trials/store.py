@@ -30,6 +30,7 @@ from sqlalchemy import (
     select,
     text,
 )
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 MIGRATIONS = Path(__file__).with_name("migrations")
@@ -159,8 +160,12 @@ class Store:
         self.url = url
         # pre-ping: a connection the server dropped (PostgreSQL restarted) is replaced, not used.
         self.engine = create_engine(url, json_serializer=_json_dumps, pool_pre_ping=True)
-        with self.engine.begin() as conn:
-            _upgrade(conn, self.engine.url.render_as_string(hide_password=True))
+        where = self.engine.url.render_as_string(hide_password=True)
+        try:
+            with self.engine.begin() as conn:
+                _upgrade(conn, where)
+        except OperationalError as e:  # no server there, no such database, a file that cannot be made
+            raise StoreError(f"{where}: cannot open: {e.orig}") from e
 
     def _add(self, row: Base) -> int:
         with Session(self.engine, expire_on_commit=False) as s:
