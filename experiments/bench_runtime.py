@@ -21,7 +21,7 @@ from pathlib import Path
 from resultfile import write_result
 from xtune import paths
 from xtune.knobs.table import KnobClient, KnobTable
-from xtune.testing.netpair import VethPair, unique_tag
+from xtune.testing.netpair import BulkPath, unique_tag
 from xtune.testing.stats import percentile as pct
 
 QUIET_SAMPLES = 20  # first changes after a quiet spell, per (watcher slice, backend)
@@ -161,7 +161,7 @@ def control_ops(client: KnobClient, name: str, seconds: float = 1.5) -> dict[str
     return res
 
 
-def throughput(pair: VethPair, nbytes: int, rounds: int) -> dict:
+def throughput(pair: BulkPath, nbytes: int, rounds: int) -> dict:
     """Alternate cubic and xcubic flows on the same pair; median throughput of each and the ratio."""
     mbps: dict[str, list[float]] = {"cubic": [], "xcubic": []}
     for r in range(rounds):
@@ -183,7 +183,7 @@ def xcubic_stats(pin: str) -> dict[str, int]:
     return json.loads(out.stdout)["stats"]
 
 
-def hystart_sweep(c: KnobClient, pair: VethPair, pin: str, flows: int = 3) -> list[dict]:
+def hystart_sweep(c: KnobClient, pair: BulkPath, pin: str, flows: int = 3) -> list[dict]:
     """HyStart by delay increase only, its threshold clamped to one value per row (set live
     through xrtd): how many flows leave slow start by HyStart, and their mean cwnd at that moment."""
     params = f"{pin}/params"
@@ -253,7 +253,7 @@ def main() -> None:
                 slot = table.index("low_window")
                 samples = table_latency(table, slot, (17, 18), 1000, ring=True, gap=0)
             result["journal_sync_all"] = {"bpf_burst_doorbell": summary(samples)}
-        with VethPair(unique_tag("xtkb")) as pair:
+        with BulkPath(unique_tag("xtkb")) as pair:
             result["xcubic_vs_cubic"] = {"bottleneck_tbf_50mbit": throughput(pair, 3_000_000, 4)}
             with (
                 tempfile.TemporaryDirectory(prefix="xtknobs-bench-", dir="/var/tmp") as disk,
@@ -261,7 +261,7 @@ def main() -> None:
             ):
                 result["hystart_delay_clamp"] = hystart_sweep(c, pair, pin)
         result["quiet_spell_doorbell"] = quiet_spell(pin, ns)
-        with VethPair(unique_tag("xtkc"), rate=None) as pair:
+        with BulkPath(unique_tag("xtkc"), rate=None) as pair:
             result["xcubic_vs_cubic"]["veth_unlimited"] = throughput(pair, 1_000_000_000, 8)
     finally:
         subprocess.run(["ip", "netns", "del", ns], check=False)

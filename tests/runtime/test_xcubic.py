@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 from xtune import paths
-from xtune.testing.netpair import VethPair, unique_tag
+from xtune.testing.netpair import BulkPath, unique_tag
 
 FLOW_BYTES = 3_000_000
 
@@ -26,7 +26,7 @@ def ops_map_id(pin):
 
 @pytest.fixture
 def pair():
-    with VethPair(unique_tag()) as p:
+    with BulkPath(unique_tag()) as p:
         yield p
 
 

@@ -45,8 +45,25 @@ class VethPair:
         return f"{self.prefix}-sv"
 
     @property
+    def client_addr(self) -> str:
+        return f"10.{self.subnet}.0.1"
+
+    @property
     def server_addr(self) -> str:
         return f"10.{self.subnet}.0.2"
+
+    @property
+    def client_dev(self) -> str:
+        """The client's end of the veth (where a qdisc shapes what the client sends)."""
+        return f"c{self._tag}"
+
+    @property
+    def server_dev(self) -> str:
+        return f"s{self._tag}"
+
+    @property
+    def _tag(self) -> str:
+        return self.prefix.replace("-", "")[-8:]
 
     def __enter__(self) -> VethPair:
         try:
@@ -60,14 +77,13 @@ class VethPair:
         self.close()
 
     def _create(self) -> None:
-        tag = self.prefix.replace("-", "")[-8:]
         for ns in (self.client, self.server):
             run("ip", "netns", "add", ns)
             self.created.append(ns)
             run("ip", "-n", ns, "link", "set", "lo", "up")
-        run("ip", "link", "add", f"c{tag}", "netns", self.client, "type", "veth", "peer", "name", f"s{tag}",
-            "netns", self.server)  # fmt: skip
-        for ns, dev, addr in ((self.client, f"c{tag}", 1), (self.server, f"s{tag}", 2)):
+        run("ip", "link", "add", self.client_dev, "netns", self.client, "type", "veth", "peer", "name",
+            self.server_dev, "netns", self.server)  # fmt: skip
+        for ns, dev, addr in ((self.client, self.client_dev, 1), (self.server, self.server_dev, 2)):
             run("ip", "-n", ns, "addr", "add", f"10.{self.subnet}.0.{addr}/24", "dev", dev)
             run("ip", "-n", ns, "link", "set", dev, "up")
 

@@ -1,5 +1,5 @@
-"""Two network namespaces joined by a veth pair, with a rate-limited (tbf) bottleneck, and
-bulk TCP flows across it with a chosen congestion control (shared by tests and the benchmark).
+"""Bulk TCP flows with a chosen congestion control across a veth pair (`xtune.host.netns`) with a
+rate-limited (tbf) bottleneck, shared by tests and the benchmark.
 
 netem is not built into this kernel, so the delay HyStart reacts to is queueing delay at the
 tbf bottleneck: a flow in slow start fills the queue and its RTT rises by tens of ms.
@@ -13,6 +13,8 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+
+from xtune.host.netns import VethPair, run
 
 SENDER = r"""
 import json, socket, sys, time
@@ -62,34 +64,27 @@ class Flow:
         return self.bytes * 8 / self.seconds / 1e6
 
 
-class VethPair:
-    """netns `<tag>-a` (sender, 10.203.0.1) ⇄ `<tag>-b` (receiver, 10.203.0.2).
-
-    With a `rate`, a tbf qdisc on a's side is the bottleneck; without, the veth runs at CPU speed.
-    """
+class BulkPath:
+    """Bulk TCP flows from the client namespace of a `VethPair` (the sender) to a receiver in its
+    server namespace. With a `rate`, a tbf qdisc on the sender's veth is the bottleneck; without,
+    the veth runs at CPU speed. `a` and `b` name the sender's and the receiver's namespaces."""
 
     def __init__(self, tag: str, rate: str | None = "50mbit", queue_latency: str = "100ms") -> None:
-        self.a, self.b = f"{tag}-a", f"{tag}-b"
+        self.pair = VethPair(prefix=tag)
+        self.a, self.b = self.pair.client, self.pair.server
         self.rate, self.queue_latency = rate, queue_latency
         self.port = 5201
         self._receiver: subprocess.Popen[str] | None = None
 
-    def __enter__(self) -> VethPair:
+    def __enter__(self) -> BulkPath:
+        self.pair.__enter__()
         try:
-            for ns in (self.a, self.b):
-                _ip("netns", "add", ns)
-            _ip(*f"link add xtv0 netns {self.a} type veth peer name xtv1 netns {self.b}".split())
-            for ns, addr, dev in ((self.a, "10.203.0.1/24", "xtv0"), (self.b, "10.203.0.2/24", "xtv1")):
-                _ip("-n", ns, "addr", "add", addr, "dev", dev)
-                _ip("-n", ns, "link", "set", dev, "up")
-                _ip("-n", ns, "link", "set", "lo", "up")
             if self.rate:
-                tbf = (
-                    f"tc qdisc add dev xtv0 root tbf rate {self.rate} burst 32kb latency {self.queue_latency}"
-                )
-                subprocess.run(["ip", "netns", "exec", self.a, *tbf.split()], check=True, capture_output=True)
+                tbf = f"tc qdisc add dev {self.pair.client_dev} root tbf rate {self.rate} burst 32kb"
+                run("ip", "netns", "exec", self.a, *tbf.split(), "latency", self.queue_latency)
+            addr = self.pair.server_addr
             self._receiver = subprocess.Popen(
-                ["ip", "netns", "exec", self.b, sys.executable, "-c", RECEIVER, "10.203.0.2", str(self.port)],
+                ["ip", "netns", "exec", self.b, sys.executable, "-c", RECEIVER, addr, str(self.port)],
                 stdout=subprocess.PIPE,
                 text=True,
             )
@@ -105,37 +100,26 @@ class VethPair:
         if self._receiver is not None:
             self._receiver.kill()
             self._receiver.wait()
-        for ns in (self.a, self.b):
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        self.pair.close()
 
     def flows(self, cc: str, nbytes: int, count: int = 1) -> list[Flow]:
         """Run `count` bulk transfers of `nbytes` from a to b, one after another.
 
         `cc` is set per socket (TCP_CONGESTION); "default" uses the namespace's global choice.
         """
-        args = [
-            self.a,
-            sys.executable,
-            "-c",
-            SENDER,
-            "10.203.0.2",
-            str(self.port),
-            cc,
-            str(nbytes),
-            str(count),
-        ]
+        args = [self.a, sys.executable, "-c", SENDER, self.pair.server_addr, str(self.port), cc]
         out = subprocess.run(
-            ["ip", "netns", "exec", *args], check=True, capture_output=True, text=True, timeout=300
+            ["ip", "netns", "exec", *args, str(nbytes), str(count)],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
         flows = [Flow(**json.loads(line)) for line in out.stdout.splitlines()]
         for f in flows:
             if cc != "default" and f.cc != cc:
                 raise RuntimeError(f"flow ran with {f.cc}, not {cc}")
         return flows
-
-
-def _ip(*args: str) -> None:
-    subprocess.run(["ip", *args], check=True, capture_output=True)
 
 
 def unique_tag(prefix: str = "xtk") -> str:
