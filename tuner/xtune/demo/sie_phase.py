@@ -127,9 +127,7 @@ def run_sie_phase(out: Path, store: Store, short: bool, budget: int | None, cons
                     f"under Poisson load; tuning {CONST} through xrtd's sie-user backend with "
                     f"{slo.policy.kind} (budget {slo.policy.budget})"
                 )
-                job = run_job(
-                    slo, store, Metrics(slo.name), console, svc.xrtd_socket, svc.signals_shm
-                )
+                job = run_job(slo, store, Metrics(slo.name), console, svc.xrtd_socket, svc.signals_shm)
                 result = job.result
             restored = eng.spans_hold_original(server.proc.pid, table)
             chosen = int((result.best or {}).get(KNOB, table.const(CONST).values[0]))
