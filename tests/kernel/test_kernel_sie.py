@@ -230,7 +230,7 @@ def test_bad_kernel_updates_are_refused(analysis: tuple[kernel.KernelAnalysis, P
     with pytest.raises(ScopeError, match=r"blk_add_rq_to_plug\+0x2e: not a kernel span"):
         kernel.xsie_lines(kernel.KernelAnalysis(user, {}))
     with pytest.raises(attach.SieError, match="kernel spans"):
-        attach.attach(os.getpid(), analysis[0].table, "scope.json", ["SHRINK_BATCH"])
+        attach.attach(os.getpid(), analysis[0].table, ["SHRINK_BATCH"])
 
 
 def test_blk_unit_builds_match_the_distro_kernel() -> None:
