@@ -461,6 +461,9 @@ def summarize(runs: dict[str, list[dict]], grid: list[int], reps: int) -> dict:
         "adaptive_over_best_static": a / b,
         "adaptive_over_oracle": a / o,
         "pooled_p99_adaptive_over_best_static": adaptive["p99_us"] / best["p99_us"],
+        # What this schedule allows at all: switching to each phase's best static value at once.
+        # Above 0.5, no policy over these values can reach the 0.5 x best static goal here.
+        "oracle_over_best_static": o / b,
     }
     return {
         "repetitions": reps,
