@@ -177,6 +177,8 @@ static int sie_user_check(const struct xrtd_knob *k, int64_t value, char err[XRT
 static int sie_user_write(struct xrtd_knob *k, int64_t value, char err[XRTD_ERR_LEN])
 {
 	struct sie_user *s = k->priv;
+	char why[XRTD_ERR_LEN], last[XRTD_ERR_LEN];
+	bool armed_now = false;
 	int ret;
 
 	if (!s->e->engine) {
@@ -185,10 +187,24 @@ static int sie_user_write(struct xrtd_knob *k, int64_t value, char err[XRTD_ERR_
 		ret = engine_start(s->e, err);
 		if (ret)
 			return ret;
+		armed_now = true;
 	}
 	ret = engine_set(s->e, s->cidx, value, err);
-	if (!ret)
+	if (!ret) {
 		s->value = value;
+		return 0;
+	}
+	/* A first value refused once armed (a thread entered a span meanwhile): disarm again, so a
+	 * refused change leaves the process on its original code, as an undo to the original would
+	 * not. */
+	if (armed_now) {
+		snprintf(why, sizeof(why), "%s", err);
+		if (engine_stop(s->e, last, sizeof(last)) &&
+		    !(kill(s->e->pid, 0) && errno == ESRCH))
+			return xrtd_errf(err, EIO, "%s; disarming again failed too: %s", why,
+					 !strncmp(last, "err ", 4) ? last + 4
+								   : "xsie-user run failed");
+	}
 	return ret;
 }
 

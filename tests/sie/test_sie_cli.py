@@ -27,7 +27,7 @@ def xtune(*args: str, env: dict[str, str], ok: bool = True) -> subprocess.Comple
     return r
 
 
-def test_cli_two_consts_one_transaction(tmp_path, engine):
+def test_cli_two_consts_one_plan(tmp_path, engine):
     env = {**os.environ, "XTUNE_SIE_STATE": str(tmp_path / "sie")}
     k = targets.analyzed("two_consts", [100, 50, 300], flags="-O2")
     spec = tmp_path / "l.toml"
@@ -101,6 +101,22 @@ def test_cli_bad_inputs(tmp_path, engine):
     r = xtune("sie", "set", "--pid", gone, "K", "20", "--socket", missing, env=env, ok=False)
     assert r.returncode == 1 and f"cannot connect to xrtd at {missing}" in r.stderr
     assert f"xrtd --socket {missing} --state-dir" in r.stderr
+    # Without an xrtd, attach leaves no plan behind (one would block every later attach).
+    live = str(os.getpid())
+    r = xtune(
+        "sie",
+        "attach",
+        "--pid",
+        live,
+        "--scope",
+        str(tmp_path / "k.json"),
+        "--socket",
+        missing,
+        env=env,
+        ok=False,
+    )
+    assert r.returncode == 1 and f"cannot connect to xrtd at {missing}" in r.stderr
+    assert not list((tmp_path / "sie").rglob("*.plan")), "no plan is left without an xrtd"
     spec = tmp_path / "s.toml"
     spec.write_text('source = "missing.c"\nconstant = "K"\nvalues = [1, 2]\nbuild = "cc -o {out} {src}"\n')
     r = xtune("analyze", str(spec), "-o", str(tmp_path / "o.json"), env=env, ok=False)

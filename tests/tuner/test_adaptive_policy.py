@@ -307,6 +307,17 @@ def test_a_few_stray_windows_of_a_heavier_regime_do_not_relabel_a_leaf(tmp_path:
         train_regimes(*common, tmp_path / "x.json", features=["dp.arrivals"], leaf_regime_share=1.0)
 
 
+def test_a_leaf_where_no_regime_reaches_the_share_counts_every_regime(tmp_path: Path) -> None:
+    """A feature that tells no regime apart gives one leaf holding the 4 regimes at 25 % each; with
+    a share of 30 % none counts alone, and all of them do: the leaf gets a value that queues in
+    none (not 4, which queues at r24 and r40 and would win an empty comparison)."""
+    write_ladder(tmp_path / "l.xtrec")
+    common = ([tmp_path / "l.xtrec"], [], "batch", "func.serve_batch.latency.p99", "func.serve_batch.rate")
+    model = train_regimes(*common, tmp_path / "c.json", features=["0 * dp.arrivals"], leaf_regime_share=0.3)
+    assert model.card["leaves"] == 1
+    assert TreePolicy(model).decide({"dp.arrivals": 10.0})["batch"] in (8, 16)
+
+
 def test_ewma_features_leave_out_each_cells_warm_up(tmp_path: Path) -> None:
     write_ladder(tmp_path / "l.xtrec")
     land = read_landscape(

@@ -131,13 +131,13 @@ def attach_cmd(
         table = sc.merge([sc.load(str(p)) for p in scope])
         consts = eng.process_consts(table, const or None)
         plan = _plan(pid)
-        plan.parent.mkdir(parents=True, exist_ok=True)
         if plan.exists():
             raise eng.SieError(f"pid {pid}: already attached ({plan}); detach first")
-        plan.write_text(eng.plan_text(table, {c.name: 0 for c in consts}, "/dev/shm/xtune.knobs"))
     except (sc.ScopeError, eng.SieError) as e:
         _fail(e)
-    with _xrtd(socket) as c:
+    with _xrtd(socket) as c:  # connected first: without an xrtd no plan is left behind
+        plan.parent.mkdir(parents=True, exist_ok=True)
+        plan.write_text(eng.plan_text(table, {k.name: 0 for k in consts}, "/dev/shm/xtune.knobs"))
         done: list[str] = []
         try:
             for k in consts:  # xrtd's bounds: the analysis's range (a table with spans has both)

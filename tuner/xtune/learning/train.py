@@ -374,7 +374,8 @@ def _least_regret_leaves(
     changed = 0
     for leaf, every in counts.items():
         total_windows = sum(every.values())
-        per = {r: n for r, n in every.items() if n >= min_share * total_windows}
+        # A leaf where no regime reaches the share (many regimes evenly mixed) counts them all.
+        per = {r: n for r, n in every.items() if n >= min_share * total_windows} or every
         total = {v: sum(n * cost[(r, v)] for r, n in per.items()) for v in values}
         tie = {v: sum(n * raw[(r, v)] for r, n in per.items()) for v in values}
         best = min(total, key=lambda v: (total[v], _lean(v, prefer, tie[v]), v))
