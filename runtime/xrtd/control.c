@@ -22,7 +22,7 @@ struct client {
 	int fd;
 	size_t len;
 	char buf[LINE_MAX_BYTES];
-	struct session session;
+	struct peer peer;
 };
 
 static int listen_fd = -1, signal_fd = -1;
@@ -38,7 +38,7 @@ static bool reply(struct client *c, const char *line, size_t len)
 	int ret;
 
 	xrtd_counters.requests++;
-	ret = ops_dispatch(&c->session, line, len, &body, err);
+	ret = ops_dispatch(&c->peer, line, len, &body, err);
 	if (ret) {
 		xrtd_counters.request_errors++;
 		jb_printf(&msg, "{\"ok\":false,\"error\":");

@@ -39,7 +39,7 @@ static bool field_allowed(const char *fields, const char *key)
 	return false;
 }
 
-int ops_dispatch(struct session *s, const char *line, size_t len, struct jbuf *out,
+int ops_dispatch(struct peer *s, const char *line, size_t len, struct jbuf *out,
 		 char err[XRTD_ERR_LEN])
 {
 	struct request r = {.err = err, .txn = &s->txn, .client = s->client};

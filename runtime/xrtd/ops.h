@@ -10,7 +10,7 @@
 #include "json.h"
 
 /* One control connection. */
-struct session {
+struct peer {
 	struct txn txn;		      /* its transaction (id 0: none open) */
 	char client[XRTD_CLIENT_LEN]; /* the client it speaks for (hello), "" = anonymous */
 };
@@ -24,7 +24,7 @@ struct request {
 };
 
 /* ops.c: parse one request line, check its op and fields, run it; the reply body goes to out. */
-int ops_dispatch(struct session *s, const char *line, size_t len, struct jbuf *out,
+int ops_dispatch(struct peer *s, const char *line, size_t len, struct jbuf *out,
 		 char err[XRTD_ERR_LEN]);
 
 /* ops_fields.c: request fields; each failure names the op and the field. */
