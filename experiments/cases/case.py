@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,5 +32,6 @@ class Case:
             "SERVER_ADDR": pair.server_addr,
             "SERVE_DIR": str(serve_dir),
             "CASES": str(HERE),
+            "PYTHON": sys.executable,  # the servers import the package (xtune.testing.postgres)
             **self.load(quick),
         }

@@ -4,6 +4,8 @@ xrtd (defaults, TuneD's network-throughput), and the host's sysctls equal before
 from __future__ import annotations
 
 import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 from cases import web
@@ -26,3 +28,22 @@ def test_web_case_two_contenders_restores_the_host() -> None:
         assert c["failed_runs"] == 0 and c["objective"]["mean"] > 0
     assert out["host_restored"] and out["server_netns_restored"]
     assert host_values(keys) == before
+
+
+@pytest.mark.parametrize("name", ["web", "kv", "db"])
+def test_bo_file_workloads_start_with_an_interpreter_that_has_their_imports(name: str) -> None:
+    """The BO files start the server (and pgbench's wrapper) as `${PYTHON} script ...`: run with no
+    arguments, each script gets past its imports to its usage message."""
+    from cases import db, kv
+    from cases.case import Case
+    from xtune.config import load
+    from xtune.host.netns import VethPair
+
+    case: Case = {"web": web.CASE, "kv": kv.CASE, "db": db.CASE}[name]
+    slo = load(case.bo_file, {**case.variables(VethPair(), Path("/nonexistent"), True), "BUDGET": "1"})
+    commands = [slo.workload.command] + ([slo.benchmark.command] if slo.benchmark else [])
+    scripts = [c[:2] for c in commands if c[1].endswith(".py")]
+    assert scripts, f"{case.bo_file.name}: no Python script among its commands"
+    for script in scripts:
+        out = subprocess.run(script, capture_output=True, text=True, timeout=30)
+        assert "Error" not in out.stderr and "usage" in out.stderr.lower(), (script, out.stderr[-400:])
