@@ -4,6 +4,7 @@ program built as a shared library runs under targets/so_main.c, which loads it a
 
 from __future__ import annotations
 
+import random
 import subprocess
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -115,6 +116,28 @@ class Target:
     def close(self) -> None:
         self.p.kill()
         self.p.wait()
+
+
+def worker_answer(n: int, k: int) -> str:
+    """The answer of the worker targets (mt_target, probed_target, fork_target, ...) to input n
+    with their perf-const K = k."""
+    return str(n - k if n >= k else n + 1000000)
+
+
+def arm_change_disarm(t: Target, table: ScopeTable, rnd: random.Random, cycles: int, changes: int) -> None:
+    """`cycles` times: arm K, set it to `changes` random values of its valid range, each checked on a
+    random input, disarm and check the text is byte-exact again."""
+    const = table.const("K")
+    lo, hi = const.min_value or 1, const.max_value or 5000
+    for cycle in range(cycles):
+        eng.attach(t.p.pid, table, ["K"], timeout_ms=5000)
+        for _ in range(changes):
+            k = rnd.randint(lo, hi)
+            eng.set_value(t.p.pid, "K", k, const)
+            n = rnd.randint(0, 6000)
+            assert t.ask([n]) == [worker_answer(n, k)], cycle
+        eng.detach(t.p.pid, timeout_ms=5000)
+        assert eng.spans_hold_original(t.p.pid, table), f"text differs after disarm {cycle}"
 
 
 def reference(spec: Spec, value: int) -> list[str]:

@@ -8,6 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import oracle
 import pytest
 import targets
 from xtune.sie import attach as eng
@@ -32,10 +33,6 @@ class Proc:
         self.p.wait()
 
 
-def expect(n: int, k: int) -> str:
-    return str(n - k if n >= k else n + 1000000)
-
-
 def fork_target():
     table = targets.analyzed("fork_target", [100, 50, 300], flags="-O2")
     assert table.consts[0].tunable, table.consts[0].refusals
@@ -48,13 +45,15 @@ def test_engine_refuses_values_outside_the_plan(engine):
     assert const.min_value is not None and const.max_value is not None
     t = Proc(table.binary.path)
     try:
-        assert t.ask("3000") == expect(3000, 100)
+        assert t.ask("3000") == oracle.worker_answer(3000, 100)
         eng.attach(t.p.pid, table, ["K"])
         eng.set_value(t.p.pid, "K", const.max_value)  # no PerfConst: only the engine checks
         for bad, why in ((const.min_value - 1, "below"), (const.max_value + 1, "above")):
             with pytest.raises(eng.SieError, match=f"refused: K = {bad} is {why} the range"):
                 eng.set_value(t.p.pid, "K", bad)
-        assert t.ask("3000") == expect(3000, const.max_value), "a refusal leaves the value as is"
+        assert t.ask("3000") == oracle.worker_answer(3000, const.max_value), (
+            "a refusal leaves the value as is"
+        )
         eng.detach(t.p.pid)
         assert eng.spans_hold_original(t.p.pid, table)
     finally:
@@ -79,7 +78,7 @@ def test_engine_refuses_another_build(engine, tmp_path):
         )
         assert r.returncode == 1 and "build id" in r.stderr and "another build" in r.stderr, r.stderr
         assert eng.spans_hold_original(t.p.pid, table)
-        assert t.ask("3000") == expect(3000, 100)
+        assert t.ask("3000") == oracle.worker_answer(3000, 100)
     finally:
         t.close()
 
@@ -92,12 +91,12 @@ def test_fork_child_runs_original_code(engine):
         eng.attach(t.p.pid, table, ["K"])
         eng.set_value(t.p.pid, "K", 250)
         for _ in range(20):
-            assert t.ask("f 3000") == expect(3000, 100), "a fork child runs unpatched"
+            assert t.ask("f 3000") == oracle.worker_answer(3000, 100), "a fork child runs unpatched"
             assert t.line() == "forked"
-            assert t.ask("3000") == expect(3000, 250), "the parent keeps its value"
+            assert t.ask("3000") == oracle.worker_answer(3000, 250), "the parent keeps its value"
         eng.detach(t.p.pid)
         assert eng.spans_hold_original(t.p.pid, table)
-        assert t.ask("3000") == expect(3000, 100)
+        assert t.ask("3000") == oracle.worker_answer(3000, 100)
     finally:
         t.close()
 

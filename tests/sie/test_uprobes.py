@@ -15,10 +15,6 @@ from xtune.host.services import Services
 from xtune.sie import attach as eng
 
 
-def expect(n: int, k: int) -> str:
-    return str(n - k if n >= k else n + 1000000)
-
-
 def uprobes_page(pid: int) -> bool:
     return "[uprobes]" in Path(f"/proc/{pid}/maps").read_text()
 
@@ -29,23 +25,14 @@ def test_changes_and_cycles_under_uretprobes(engine):
     table = targets.analyzed("probed_target", [100, 50, 300])
     const = table.consts[0]
     assert const.tunable, const.refusals
-    lo, hi = const.min_value or 1, const.max_value or 5000
     t = oracle.Target(Path(table.binary.path))
     rnd = random.Random(7)
     try:
         with Services(["func"], funcs=[f"{table.binary.path}:one_round"], window_ms=100):
-            assert t.ask([3]) == [expect(3, 100)]
+            assert t.ask([3]) == [oracle.worker_answer(3, 100)]
             assert uprobes_page(t.p.pid), "the probes never fired in the target"
-            for cycle in range(40):
-                eng.attach(t.p.pid, table, ["K"], timeout_ms=5000)
-                for _ in range(5):
-                    k = rnd.randint(lo, hi)
-                    eng.set_value(t.p.pid, "K", k, const)
-                    n = rnd.randint(0, 6000)
-                    assert t.ask([n]) == [expect(n, k)], cycle
-                eng.detach(t.p.pid, timeout_ms=5000)
-                assert eng.spans_hold_original(t.p.pid, table), f"text differs after disarm {cycle}"
-        assert t.ask([77]) == [expect(77, 100)]
+            oracle.arm_change_disarm(t, table, rnd, cycles=40, changes=5)
+        assert t.ask([77]) == [oracle.worker_answer(77, 100)]
         assert t.p.poll() is None, "a worker saw an impossible result and aborted"
     finally:
         t.close()
@@ -62,14 +49,14 @@ def test_uretprobe_that_may_hide_a_safe_span_is_refused(engine):
     with Services(["func"], funcs=[f"{j.binary.path}:worker"], window_ms=100):
         t = oracle.Target(Path(j.binary.path))
         try:
-            assert t.ask([3]) == [expect(3, 100)]
+            assert t.ask([3]) == [oracle.worker_answer(3, 100)]
             assert uprobes_page(t.p.pid), "the probes never fired in the target"
             with pytest.raises(eng.SieError, match="uretprobe"):
                 eng.attach(t.p.pid, j, ["J"], timeout_ms=300)
             assert eng.spans_hold_original(t.p.pid, j), "a refusal changes nothing"
             eng.attach(t.p.pid, k, ["K"], timeout_ms=5000)
             eng.set_value(t.p.pid, "K", 250, k.consts[0])
-            assert t.ask([3000]) == [expect(3000, 250)]
+            assert t.ask([3000]) == [oracle.worker_answer(3000, 250)]
             eng.detach(t.p.pid, timeout_ms=5000)
             assert eng.spans_hold_original(t.p.pid, k)
             assert t.p.poll() is None
@@ -83,9 +70,9 @@ def test_uprobe_on_the_span_is_refused_with_its_reason(engine):
     with Services(["func"], funcs=[f"{table.binary.path}:compute"], window_ms=100):
         t = oracle.Target(Path(table.binary.path))
         try:
-            assert t.ask([3]) == [expect(3, 100)]
+            assert t.ask([3]) == [oracle.worker_answer(3, 100)]
             with pytest.raises(eng.SieError, match=r"breakpoint \(int3\) at \+0.*uprobe or a debugger"):
                 eng.attach(t.p.pid, table, ["K"], timeout_ms=1000)
-            assert t.ask([3000]) == [expect(3000, 100)]
+            assert t.ask([3000]) == [oracle.worker_answer(3000, 100)]
         finally:
             t.close()

@@ -19,10 +19,6 @@ from xtune.sie import scope as sc
 from xtune.testing.xrtd import Xrtd
 
 
-def expect(n: int, k: int) -> str:
-    return str(n - k if n >= k else n + 1000000)
-
-
 def _plan(tmp_path: Path) -> tuple[object, Path]:
     table = targets.analyzed("mt_target", [100, 50, 300])
     scope = tmp_path / "scope.json"
@@ -57,16 +53,16 @@ def test_xrtd_sie_user_knob(tmp_path, bin_dir):
         assert f"100 -> {lo - 1} refused" in x.audit()
         for k in (lo, hi, lo + 1, 250):
             c.set("K", k)
-            assert t.ask([3000]) == [expect(3000, k)]
+            assert t.ask([3000]) == [oracle.worker_answer(3000, k)]
         with pytest.raises(KnobError):
             c.set("K", 99999)  # out of xrtd's bounds: never reaches the process
         with pytest.raises(KnobError, match="above the range the analysis holds for"):
             c.set("K", hi + 1)
-        assert t.ask([3000]) == [expect(3000, 250)]
+        assert t.ask([3000]) == [oracle.worker_answer(3000, 250)]
         assert not eng.spans_hold_original(t.p.pid, table)
         assert x.stop() == 0
         assert eng.spans_hold_original(t.p.pid, table), "xrtd's exit must restore the text byte-exact"
-        assert t.ask([3000]) == [expect(3000, 100)]
+        assert t.ask([3000]) == [oracle.worker_answer(3000, 100)]
     finally:
         x.cleanup()
         t.close()
@@ -81,13 +77,13 @@ def test_xrtd_killed_target_runs_original(tmp_path, bin_dir):
         t.ask([1])
         x.client().register("K", "sie-user", f"{t.p.pid}:{plan}", min=1, max=5000)
         x.client().set("K", 250)
-        assert t.ask([3000]) == [expect(3000, 250)]
+        assert t.ask([3000]) == [oracle.worker_answer(3000, 250)]
         x.kill9()
         deadline = time.monotonic() + 30
         while not eng.spans_hold_original(t.p.pid, table) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert eng.spans_hold_original(t.p.pid, table), "the engine must disarm when xrtd dies"
-        assert t.ask([3000]) == [expect(3000, 100)]
+        assert t.ask([3000]) == [oracle.worker_answer(3000, 100)]
         assert t.p.poll() is None
     finally:
         x.cleanup()
