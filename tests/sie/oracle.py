@@ -140,6 +140,28 @@ def arm_change_disarm(t: Target, table: ScopeTable, rnd: random.Random, cycles: 
         assert eng.spans_hold_original(t.p.pid, table), f"text differs after disarm {cycle}"
 
 
+class LineTarget:
+    """A target program driven one text line at a time (commands such as "f 3000", not only
+    numbers); `line()` reads an answer the program sends on its own."""
+
+    def __init__(self, path: str) -> None:
+        self.p = subprocess.Popen([path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def ask(self, line: str) -> str:
+        assert self.p.stdin and self.p.stdout
+        self.p.stdin.write(line + "\n")
+        self.p.stdin.flush()
+        return self.p.stdout.readline().strip()
+
+    def line(self) -> str:
+        assert self.p.stdout
+        return self.p.stdout.readline().strip()
+
+    def close(self) -> None:
+        self.p.kill()
+        self.p.wait()
+
+
 def reference(spec: Spec, value: int) -> list[str]:
     binary = build_one(spec, value)
     r = subprocess.run(

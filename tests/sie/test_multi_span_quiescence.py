@@ -6,8 +6,7 @@ once the thread has left, the same change goes through."""
 
 from __future__ import annotations
 
-import subprocess
-
+import oracle
 import pytest
 import targets
 from xtune.knobs.table import KnobError
@@ -15,21 +14,6 @@ from xtune.sie import attach as eng
 from xtune.testing.xrtd import Xrtd
 
 BUSY = r"sie-user: refused: thread \d+ is at 0x[0-9a-f]+, inside a safe span of K for longer than"
-
-
-class TwoSpans:
-    def __init__(self, path: str) -> None:
-        self.p = subprocess.Popen([path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-
-    def ask(self, line: str) -> str:
-        assert self.p.stdin and self.p.stdout
-        self.p.stdin.write(line + "\n")
-        self.p.stdin.flush()
-        return self.p.stdout.readline().strip()
-
-    def close(self) -> None:
-        self.p.kill()
-        self.p.wait()
 
 
 def test_thread_in_a_later_span_delays_arming_and_changes(tmp_path, bin_dir):
@@ -41,7 +25,7 @@ def test_thread_in_a_later_span_delays_arming_and_changes(tmp_path, bin_dir):
     const.spans.sort(key=lambda s: s.function != "first")
     plan = tmp_path / "K.plan"
     plan.write_text(eng.plan_text(table, {"K": 0}, "/dev/shm/unused"))
-    t = TwoSpans(table.binary.path)
+    t = oracle.LineTarget(table.binary.path)
     x = Xrtd(tmp_path).start()
     try:
         c = x.client()

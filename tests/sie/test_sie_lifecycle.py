@@ -14,25 +14,6 @@ import targets
 from xtune.sie import attach as eng
 
 
-class Proc:
-    def __init__(self, path: str) -> None:
-        self.p = subprocess.Popen([path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-
-    def ask(self, line: str) -> str:
-        assert self.p.stdin and self.p.stdout
-        self.p.stdin.write(line + "\n")
-        self.p.stdin.flush()
-        return self.p.stdout.readline().strip()
-
-    def line(self) -> str:
-        assert self.p.stdout
-        return self.p.stdout.readline().strip()
-
-    def close(self) -> None:
-        self.p.kill()
-        self.p.wait()
-
-
 def fork_target():
     table = targets.analyzed("fork_target", [100, 50, 300], flags="-O2")
     assert table.consts[0].tunable, table.consts[0].refusals
@@ -43,7 +24,7 @@ def test_engine_refuses_values_outside_the_plan(engine):
     table = fork_target()
     const = table.consts[0]
     assert const.min_value is not None and const.max_value is not None
-    t = Proc(table.binary.path)
+    t = oracle.LineTarget(table.binary.path)
     try:
         assert t.ask("3000") == oracle.worker_answer(3000, 100)
         eng.attach(t.p.pid, table, ["K"])
@@ -63,7 +44,7 @@ def test_engine_refuses_values_outside_the_plan(engine):
 def test_engine_refuses_another_build(engine, tmp_path):
     table = fork_target()
     assert table.binary.build_id, "gcc on Debian writes a build id"
-    t = Proc(table.binary.path)
+    t = oracle.LineTarget(table.binary.path)
     try:
         t.ask("1")
         good = eng.plan_text(table, {"K": 0}, "/dev/shm/unused")
@@ -85,7 +66,7 @@ def test_engine_refuses_another_build(engine, tmp_path):
 
 def test_fork_child_runs_original_code(engine):
     table = fork_target()
-    t = Proc(table.binary.path)
+    t = oracle.LineTarget(table.binary.path)
     try:
         t.ask("1")
         eng.attach(t.p.pid, table, ["K"])
@@ -103,7 +84,7 @@ def test_fork_child_runs_original_code(engine):
 
 def test_exec_ends_the_attachment(engine):
     table = fork_target()
-    t = Proc(table.binary.path)
+    t = oracle.LineTarget(table.binary.path)
     try:
         t.ask("1")
         att = eng.attach(t.p.pid, table, ["K"])

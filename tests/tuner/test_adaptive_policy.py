@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -188,7 +189,14 @@ LADDER = {
 }
 
 
-def write_ladder(path: Path, windows: int = 40) -> None:
+def write_ladder(
+    path: Path,
+    windows: int = 40,
+    rate: Callable[[str, int, float], float] = lambda _r, _i, a: a,
+    noise: float = 0.02,
+) -> None:
+    """LADDER's cells, `windows` each; a window's arrivals are `rate(regime, i, arrivals)` with
+    `noise` (a share, uniform) on it; i is the window's index in its cell."""
     rng = random.Random(3)
     seq = 0
     with RecordingWriter(path) as rec:
@@ -196,10 +204,10 @@ def write_ladder(path: Path, windows: int = 40) -> None:
         for regime, (arrivals, cells) in LADDER.items():
             for value, (p99, tput) in cells.items():
                 rec.append_decision(Decision("sweep", {"batch": value}, "sweep", extra={"regime": regime}))
-                for _ in range(windows):
+                for i in range(windows):
                     seq += 1
-                    noise = rng.uniform(0.98, 1.02)
-                    items = [(2, 0, arrivals * noise), (3, 0, p99), (4, 0, tput)]
+                    jitter = rng.uniform(1 - noise, 1 + noise)
+                    items = [(2, 0, rate(regime, i, arrivals) * jitter), (3, 0, p99), (4, 0, tput)]
                     rec.append_frame(encode_frame(seq, seq * 1_000_000, (seq + 1) * 1_000_000, items))
 
 
@@ -284,17 +292,7 @@ def test_a_few_stray_windows_of_a_heavier_regime_do_not_relabel_a_leaf(tmp_path:
     the share a regime needs to count, and the leaf keeps r10's best, 4. With the share at 0 the
     strays count again."""
     path = tmp_path / "s.xtrec"
-    seq = 0
-    with RecordingWriter(path) as rec:
-        rec.append_catalog(Catalog(SIGNALS, 1_000_000))
-        for regime, (arrivals, cells) in LADDER.items():
-            for value, (p99, tput) in cells.items():
-                rec.append_decision(Decision("sweep", {"batch": value}, "sweep", extra={"regime": regime}))
-                for i in range(40):
-                    seq += 1
-                    rate = 10.0 if regime == "r24" and i >= 38 else float(arrivals)
-                    items = [(2, 0, rate), (3, 0, p99), (4, 0, tput)]
-                    rec.append_frame(encode_frame(seq, seq * 1_000_000, (seq + 1) * 1_000_000, items))
+    write_ladder(path, rate=lambda regime, i, a: 10.0 if regime == "r24" and i >= 38 else a, noise=0.0)
     common = ([path], [], "batch", "func.serve_batch.latency.p99", "func.serve_batch.rate")
     model = train_regimes(*common, tmp_path / "m.json", features=["dp.arrivals"], prefer="larger")
     assert model.card["leaf_regime_share"] == 0.1

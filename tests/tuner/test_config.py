@@ -29,6 +29,7 @@ VARS = {
     "SERVER_NETNS_NAME": "sv",
     "CLIENT_NETNS": "cl",
     "SERVER_ADDR": "10.0.0.2",
+    "PYTHON": "/usr/bin/python3",
     "SERVE_DIR": "/tmp/serve",
     "CASES": "experiments/cases",
     "SECONDS": "2",
