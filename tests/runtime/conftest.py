@@ -43,7 +43,7 @@ def bpffs() -> str:
 
 @pytest.fixture(scope="session")
 def xcubic(bpffs: str, bin_dir: Path) -> Iterator[str]:
-    """xcubic loaded for the session; yields its pin dir."""
+    """xcubic loaded once for the test run; yields its pin dir."""
     pin = f"{bpffs}/xtknobs-test-{os.getpid()}"
     res = subprocess.run([str(bin_dir / "xcubic"), "load", "--pin", pin], capture_output=True, text=True)
     if res.returncode != 0:

@@ -46,7 +46,7 @@ def lab(bin_dir: Path) -> Iterator[Lab]:
 
 @pytest.fixture(scope="session")
 def pg_cluster() -> Iterator[Cluster]:
-    """One private PostgreSQL cluster for the session (a database per test)."""
+    """One private PostgreSQL cluster for the whole test run (a database per test)."""
     cluster = Cluster(Path(tempfile.mkdtemp(prefix="xtune-pg-")))
     try:
         cluster.start()
@@ -58,7 +58,7 @@ def pg_cluster() -> Iterator[Cluster]:
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.root)])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """An empty trial store's URL: a SQLite file, or a new database in the session's cluster."""
+    """An empty trial store's URL: a SQLite file, or a new database in the test run's cluster."""
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'trials.db'}"
     cluster: Cluster = request.getfixturevalue("pg_cluster")
