@@ -24,7 +24,7 @@ def test_thread_in_a_later_span_delays_arming_and_changes(tmp_path, bin_dir):
     # span only would find no thread inside and change K under the held pass.
     const.spans.sort(key=lambda s: s.function != "first")
     plan = tmp_path / "K.plan"
-    plan.write_text(eng.plan_text(table, {"K": 0}, "/dev/shm/unused"))
+    plan.write_text(eng.plan_text(table, ["K"], "/dev/shm/unused"))
     t = oracle.LineTarget(table.binary.path)
     x = Xrtd(tmp_path).start()
     try:

@@ -80,7 +80,7 @@ def rebuilt(program: Path, value: int) -> list[str]:
 def test_table_names_the_library(table):
     assert table.binary.library == "libk.so" and table.binary.elf_type == "DYN"
     assert table.binary.build_id and table.binary.load_vaddr == 0
-    assert "library libk.so" in eng.plan_text(table, {"K": 0}, "/dev/shm/unused").splitlines()
+    assert "library libk.so" in eng.plan_text(table, ["K"], "/dev/shm/unused").splitlines()
     assert ScopeTable.from_json(table.to_json()).binary.library == "libk.so"
 
 
@@ -139,7 +139,7 @@ def test_library_loaded_twice_refused(engine, table, main_program, tmp_path):
 
 
 def test_library_plan_needs_a_build_id(engine, table, tmp_path):
-    plan = eng.plan_text(table, {"K": 0}, "/dev/shm/unused")
+    plan = eng.plan_text(table, ["K"], "/dev/shm/unused")
     (tmp_path / "plan").write_text(
         "\n".join(x for x in plan.splitlines() if not x.startswith("binary ")) + "\n"
     )

@@ -47,7 +47,7 @@ def test_engine_refuses_another_build(engine, tmp_path):
     t = oracle.LineTarget(table.binary.path)
     try:
         t.ask("1")
-        good = eng.plan_text(table, {"K": 0}, "/dev/shm/unused")
+        good = eng.plan_text(table, ["K"], "/dev/shm/unused")
         bad = good.replace(table.binary.build_id, "0" * len(table.binary.build_id))
         assert bad != good
         plan = tmp_path / "plan"

@@ -75,7 +75,7 @@ class Ring:
 
 def plan_for(table: ScopeTable, tmp: Path) -> Path:
     plan = tmp / "K.plan"
-    plan.write_text(eng.plan_text(table, {"K": 0}, "/dev/shm/unused"))
+    plan.write_text(eng.plan_text(table, ["K"], "/dev/shm/unused"))
     return plan
 
 

@@ -26,6 +26,7 @@ BIN = Path(os.environ.get("XTUNE_BIN", BUILD / "bin"))
 
 SIGNALS_SHM = "xtune.signals"
 KNOBS_SHM = "xtune.knobs"
+KNOBS_FILE = f"/dev/shm/{KNOBS_SHM}"  # where shm_open puts it: what a plan names
 SIGNALS_ZMQ = "tcp://127.0.0.1:5557"
 XRTD_SOCKET = "/run/xtune/xrtd.sock"
 XRTD_STATE_DIR = "/var/lib/xtune"

@@ -137,7 +137,7 @@ def attach_cmd(
         _fail(e)
     with _xrtd(socket) as c:  # connected first: without an xrtd no plan is left behind
         plan.parent.mkdir(parents=True, exist_ok=True)
-        plan.write_text(eng.plan_text(table, {k.name: 0 for k in consts}, "/dev/shm/xtune.knobs"))
+        plan.write_text(eng.plan_text(table, [k.name for k in consts]))
         done: list[str] = []
         try:
             for k in consts:  # xrtd's bounds: the analysis's range (a table with spans has both)
@@ -167,7 +167,7 @@ def plan_cmd(
     except (sc.ScopeError, eng.SieError) as e:
         _fail(e)
         return
-    output.write_text(eng.plan_text(table, {const: 0}, "/dev/shm/xtune.knobs"))
+    output.write_text(eng.plan_text(table, [const]))
     typer.echo(f"wrote {output}: {len(c.spans)} span(s) of {const}")
 
 

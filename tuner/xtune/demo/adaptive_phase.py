@@ -113,7 +113,7 @@ def run_adaptive_phase(out: Path, short: bool, console: Console) -> AdaptivePhas
     with tempfile.TemporaryDirectory(prefix="xtune-demo-adaptive-") as tmp:
         work = Path(tmp)
         plan = work / "rx_batch.plan"
-        plan.write_text(eng.plan_text(table, {CONST: 0}, "/dev/shm/xtune.knobs"))
+        plan.write_text(eng.plan_text(table, [CONST]))
         server = Server(binary)
         try:
             with Services(["func"], funcs=probes(binary), window_ms=1) as svc:

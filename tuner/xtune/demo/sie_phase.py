@@ -116,7 +116,7 @@ def run_sie_phase(out: Path, store: Store, short: bool, budget: int | None, cons
     budget = budget or (3 if short else 6)
     with tempfile.TemporaryDirectory(prefix="xtune-demo-sie-") as tmp:
         plan = Path(tmp) / "rx_batch.plan"
-        plan.write_text(eng.plan_text(table, {CONST: 0}, "/dev/shm/xtune.knobs"))
+        plan.write_text(eng.plan_text(table, [CONST]))
         server = Server(binary)
         try:
             with Services(["func"], funcs=[f"{binary}:{PROBE}", f"{binary}:{SERVED}"]) as svc:

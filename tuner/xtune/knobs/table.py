@@ -28,6 +28,7 @@ TABLE_MAGIC = 0x544B5458
 HEADER_SIZE = 4096
 SLOT_SIZE = 512
 SLOT_COUNT = 256
+KNOB_TABLE_SIZE = HEADER_SIZE + SLOT_SIZE * SLOT_COUNT  # XT_KNOB_TABLE_SIZE: what is mapped
 NAME_LEN = 64
 TARGET_LEN = 192
 OFF_DOORBELL = 24
@@ -87,7 +88,7 @@ class KnobTable:
         path = f"/dev/shm/{shm_name}"
         fd = os.open(path, os.O_RDWR)
         try:
-            self._mm = mmap.mmap(fd, HEADER_SIZE + SLOT_SIZE * SLOT_COUNT)
+            self._mm = mmap.mmap(fd, KNOB_TABLE_SIZE)
         finally:
             os.close(fd)
         magic, _version, header_size, slot_size, slot_count = struct.unpack_from("<IHHII", self._mm, 0)

@@ -1,6 +1,7 @@
 """Driving the user-space SIE engine (build/bin/xsie-user) directly from a scope table: the
 engine's own harness, for its tests and benchmarks. Values set here bypass xrtd's journal, audit
-and restore on exit; `xtune sie` and every tuning path go through xrtd (`xtune.sie.xrtd_knobs`).
+and restore on exit; `xtune sie` and every tuning path go through xrtd (`xtune.knobs.table.KnobClient`,
+the `sie-user` backend).
 
 `attach` starts `xsie-user run`, which arms the process and stays attached; `set_value` sends the
 value over the engine's control socket and returns once the engine wrote it at a moment when no
@@ -17,14 +18,15 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from xtune import paths
+from xtune.knobs.table import KNOB_TABLE_SIZE
 from xtune.sie.elfcode import file_build_id
 from xtune.sie.scope import PerfConst, ScopeError, ScopeTable
 
-KNOB_TABLE_SIZE = 4096 + 512 * 256  # include/xtune/knob.h: header + 256 slots of 512 bytes
 STATE_ROOT = Path(os.environ.get("XTUNE_SIE_STATE", "/run/xtune/sie"))
 
 
@@ -32,8 +34,13 @@ class SieError(RuntimeError):
     pass
 
 
-def plan_text(table: ScopeTable, slots: dict[str, int], knobs_path: str, int3: bool = False) -> str:
-    """The engine's plan: one line per span (see runtime/sie/plan.c); `int3` forces the fallback."""
+def plan_text(
+    table: ScopeTable, names: Iterable[str], knobs_path: str = paths.KNOBS_FILE, int3: bool = False
+) -> str:
+    """The engine's plan of the perf-consts `names`: one line per span (see runtime/sie/plan.c);
+    `int3` forces the fallback. Each span names knob slot 0: only `arm`/`serve`, which read xrtd's
+    `applied` there, use it, and no plan written here is for them (`run` owns the values)."""
+    wanted = set(names)
     lines = [f"knobs {knobs_path} {KNOB_TABLE_SIZE:x}", f"load_vaddr {table.binary.load_vaddr:x}"]
     if table.binary.build_id:
         lines.append(f"binary {table.binary.build_id} {table.binary.sha256}")
@@ -41,7 +48,7 @@ def plan_text(table: ScopeTable, slots: dict[str, int], knobs_path: str, int3: b
         if not table.binary.build_id:
             raise SieError(f"{table.binary.library}: a shared library without a build id cannot be found")
         lines.append(f"library {table.binary.library}")
-    chosen = [c for c in table.consts if c.name in slots]
+    chosen = [c for c in table.consts if c.name in wanted]
     returns = [s.return_points for c in chosen for s in c.spans]
     if all(r is not None for r in returns):  # else the engine assumes some
         lines.append(f"returns_in_safe {sum(len(r or []) for r in returns)}")
@@ -54,7 +61,7 @@ def plan_text(table: ScopeTable, slots: dict[str, int], knobs_path: str, int3: b
             )
             safe = " ".join(f"{s.func_vaddr + r.start:x} {s.func_vaddr + r.end:x}" for r in s.safe)
             lines.append(
-                f"span {c.name} {slots[c.name]} {s.vaddr:x} {'int3' if int3 else s.patch}"
+                f"span {c.name} 0 {s.vaddr:x} {'int3' if int3 else s.patch}"
                 f" {s.expected} {s.trampoline}"
                 f" {len(s.relocs)} {relocs} {len(s.safe)} {safe}".replace("  ", " ")
             )
@@ -128,8 +135,7 @@ def attach(
     consts = process_consts(table, names)
     d.mkdir(parents=True, exist_ok=True)
     att = Attachment(pid, d, [c.name for c in consts])
-    slots = {c.name: i for i, c in enumerate(consts)}  # unused under `run`: values are the engine's
-    (d / "plan").write_text(plan_text(table, slots, "/dev/shm/xtune.knobs", force_int3))
+    (d / "plan").write_text(plan_text(table, att.consts, int3=force_int3))
     args = ["--pid", str(pid), "--plan", str(d / "plan"), "--state", str(d / "state")]
     args += ["--timeout-ms", str(timeout_ms), "--control", str(d / "control")]
     try:
