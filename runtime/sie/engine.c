@@ -34,8 +34,8 @@ static uint64_t now_ms(void)
  */
 int sie_find_bias(pid_t pid, const struct sie_plan *p, uint64_t *bias, char err[SIE_ERR_LEN])
 {
-	char path[64], exe[SIE_PATH_LEN], line[SIE_PATH_LEN + 128];
-	uint64_t load_vaddr = p->load_vaddr;
+	char path[64], exe[SIE_PATH_LEN];
+	struct sie_mapping m;
 	ssize_t n;
 	FILE *f;
 
@@ -48,23 +48,17 @@ int sie_find_bias(pid_t pid, const struct sie_plan *p, uint64_t *bias, char err[
 		return -1;
 	}
 	exe[n] = 0;
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	f = fopen(path, "r");
+	f = sie_maps_open(pid);
 	if (!f) {
 		snprintf(err, SIE_ERR_LEN, "pid %d: no such process", pid);
 		return -1;
 	}
-	while (fgets(line, sizeof(line), f)) {
-		uint64_t start, off;
-		char name[SIE_PATH_LEN] = "";
-
-		if (sscanf(line, "%lx-%*x %*s %lx %*s %*s %255s", &start, &off, name) >= 2 &&
-		    off == 0 && !strcmp(name, exe)) {
+	while (sie_maps_next(f, &m))
+		if (m.offset == 0 && !strcmp(m.name, exe)) {
 			fclose(f);
-			*bias = start - load_vaddr;
+			*bias = m.start - p->load_vaddr;
 			return 0;
 		}
-	}
 	fclose(f);
 	snprintf(err, SIE_ERR_LEN, "pid %d: %s is not mapped", pid, exe);
 	return -1;
@@ -77,17 +71,16 @@ int sie_find_bias(pid_t pid, const struct sie_plan *p, uint64_t *bias, char err[
 static uint64_t find_gap(pid_t pid, uint64_t near, uint64_t size, int skip)
 {
 	uint64_t starts[4096], ends[4096], cand;
-	char path[64], line[512];
+	struct sie_mapping m;
 	int n = 0, ok;
-	FILE *f;
+	FILE *f = sie_maps_open(pid);
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	f = fopen(path, "r");
 	if (!f)
 		return 0;
-	while (n < 4096 && fgets(line, sizeof(line), f))
-		if (sscanf(line, "%lx-%lx", &starts[n], &ends[n]) == 2)
-			n++;
+	for (; n < 4096 && sie_maps_next(f, &m); n++) {
+		starts[n] = m.start;
+		ends[n] = m.end;
+	}
 	fclose(f);
 	for (uint64_t d = 2 * 1024 * 1024; d < NEAR_DISTANCE; d += 2 * 1024 * 1024) {
 		for (int dir = 0; dir < 2; dir++) {

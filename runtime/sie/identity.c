@@ -116,24 +116,22 @@ static int same_library(const char *path, const char *soname, const char *librar
 
 int sie_find_library(pid_t pid, const struct sie_plan *p, uint64_t *bias, char err[SIE_ERR_LEN])
 {
-	char line[4352], path[64], id[129], soname[SIE_PATH_LEN]; /* line: PATH_MAX and more */
+	char path[64], id[129], soname[SIE_PATH_LEN];
 	char found[SIE_PATH_LEN] = "", other[SIE_PATH_LEN] = "", other_id[129] = "";
 	uint64_t found_start = 0;
-	FILE *f;
+	struct sie_mapping m;
+	FILE *f = sie_maps_open(pid);
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	f = fopen(path, "r");
 	if (!f) {
 		snprintf(err, SIE_ERR_LEN, "pid %d: no such process", pid);
 		return -1;
 	}
-	while (fgets(line, sizeof(line), f)) {
-		uint64_t start, end, off;
-		char name[SIE_PATH_LEN] = "";
+	while (sie_maps_next(f, &m)) {
+		uint64_t start = m.start, end = m.end;
+		const char *name = m.name;
 		int fd;
 
-		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %255s", &start, &end, &off, name) != 4 ||
-		    off != 0 || name[0] != '/')
+		if (m.offset != 0 || name[0] != '/')
 			continue;
 		/* The mapped file itself, even when the path now names another (or no) file. */
 		snprintf(path, sizeof(path), "/proc/%d/map_files/%lx-%lx", pid, start, end);
@@ -150,9 +148,9 @@ int sie_find_library(pid_t pid, const struct sie_plan *p, uint64_t *bias, char e
 			if (found[0]) {
 				fclose(f);
 				snprintf(err, SIE_ERR_LEN,
-					 "refused: pid %d has the library %s loaded twice (%s at "
-					 "%#lx "
-					 "and %s at %#lx): which one to patch is ambiguous",
+					 "refused: pid %d has the library %.100s loaded twice (%.150s "
+					 "at %#lx and %.150s at %#lx): which one to patch is "
+					 "ambiguous",
 					 pid, p->library, found, found_start, name, start);
 				return -1;
 			}

@@ -12,6 +12,7 @@
 #define XTUNE_SIE_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #define SIE_ERR_LEN    512
@@ -153,5 +154,19 @@ int sie_check_identity(pid_t pid, const struct sie_plan *p, uint64_t bias, char 
  * that name has another build id, or when two are.
  */
 int sie_find_library(pid_t pid, const struct sie_plan *p, uint64_t *bias, char err[SIE_ERR_LEN]);
+
+/* One line of /proc/PID/maps; `name` is "" for an anonymous mapping. */
+struct sie_mapping {
+	uint64_t start, end, offset;
+	char perms[8];
+	char name[SIE_PATH_LEN];
+};
+
+/* Read /proc/PID/maps: open (NULL when the process is gone), then one mapping per call (0 at the
+ * end); fclose when done. */
+FILE *sie_maps_open(pid_t pid);
+int sie_maps_next(FILE *f, struct sie_mapping *m);
+/* The process's start time (/proc/PID/stat), 0 when it is gone: a reused pid has another. */
+unsigned long long sie_start_time(pid_t pid);
 
 #endif /* XTUNE_SIE_H */

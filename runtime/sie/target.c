@@ -158,38 +158,19 @@ void target_unknown_stop(struct target *t, pid_t tid)
 
 void target_find_uprobes(struct target *t)
 {
-	char path[64], line[512];
-	FILE *f;
+	struct sie_mapping m;
+	FILE *f = sie_maps_open(t->pid);
 
 	t->uprobes_lo = t->uprobes_hi = 0;
-	snprintf(path, sizeof(path), "/proc/%d/maps", t->pid);
-	f = fopen(path, "r");
 	if (!f)
 		return;
-	while (fgets(line, sizeof(line), f))
-		if (strstr(line, "[uprobes]") &&
-		    sscanf(line, "%lx-%lx", &t->uprobes_lo, &t->uprobes_hi) == 2)
+	while (sie_maps_next(f, &m))
+		if (!strcmp(m.name, "[uprobes]")) {
+			t->uprobes_lo = m.start;
+			t->uprobes_hi = m.end;
 			break;
+		}
 	fclose(f);
-}
-
-unsigned long long target_start_time(pid_t pid)
-{
-	char path[64], buf[1024], *p;
-	unsigned long long start = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')))
-		sscanf(p + 2,
-		       "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d "
-		       "%*d %llu",
-		       &start);
-	fclose(f);
-	return start;
 }
 
 int target_attach(struct target *t, pid_t pid, char err[SIE_ERR_LEN])
@@ -230,7 +211,7 @@ int target_attach(struct target *t, pid_t pid, char err[SIE_ERR_LEN])
 		}
 		closedir(d);
 	} while (added);
-	t->start_time = target_start_time(pid); /* read once seized: the pid is held from now on */
+	t->start_time = sie_start_time(pid); /* read once seized: the pid is held from now on */
 	if (t->overflow) {
 		snprintf(err, SIE_ERR_LEN,
 			 "refused: pid %d has more than %d threads, which the engine cannot check "

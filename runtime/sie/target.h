@@ -60,8 +60,6 @@ void target_event(struct target *t, pid_t tid, int status);
 void target_unknown_stop(struct target *t, pid_t tid);
 /* Read the range of the kernel's [uprobes] page into t (it appears at the first uprobe hit). */
 void target_find_uprobes(struct target *t);
-/* The start time of `pid` (0 if gone), to refuse acting on a reused pid. */
-unsigned long long target_start_time(pid_t pid);
 
 int target_read(struct target *t, uint64_t addr, void *buf, size_t len);
 int target_write(struct target *t, uint64_t addr, const void *buf, size_t len);
