@@ -14,7 +14,8 @@
  * reported applied only once the engine wrote it at a moment when no thread was inside the
  * perf-const's spans (a pass never mixes two values), or refused with its reason (no quiescence in
  * time). If xrtd dies, the engine sees the socket close and disarms: the process runs its original
- * code again. Restoring the last knob of a plan that holds a changed value disarms: the text is
+ * code again; if the engine died too, the next xrtd disarms what it left before it registers the
+ * knob again (sie_leftover.c). Restoring the last knob of a plan that holds a changed value disarms: the text is
  * byte-exact again.
  */
 #include <errno.h>
@@ -32,6 +33,7 @@
 
 #include "sie.h"
 #include "backend.h"
+#include "sie_leftover.h"
 
 #define ENGINE_REPLY_MS 30000
 
@@ -100,13 +102,9 @@ static int engine_start(struct sie_engine *e, char err[XRTD_ERR_LEN])
 {
 	char exe[PATH_MAX], pid[16], line[XRTD_ERR_LEN];
 	int sv[2];
-	ssize_t n;
 
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 16);
-	if (n < 0)
-		return xrtd_errf(err, errno, "sie-user: /proc/self/exe: %s", strerror(errno));
-	exe[n] = 0;
-	strcpy(strrchr(exe, '/') + 1, "xsie-user");
+	if (sie_user_tool(exe, err))
+		return -1;
 	snprintf(pid, sizeof(pid), "%d", e->pid);
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
 		return xrtd_errf(err, errno, "sie-user: socketpair: %s", strerror(errno));
@@ -298,6 +296,11 @@ static int engine_for(pid_t pid, const char *plan, struct sie_engine **out, char
 	if (snprintf(dir, sizeof(dir), "%s/sie-user", backend_state_dir()) >= (int)sizeof(dir))
 		return xrtd_errf(err, ENAMETOOLONG, "sie-user: state directory name too long");
 	mkdir(dir, 0700);
+	/* No engine of ours on it: one of a previous xrtd may have left it armed. */
+	for (e = engines; e && e->pid != pid; e = e->next)
+		;
+	if (!e && (ret = sie_leftover_disarm(pid, dir, err)))
+		return ret;
 	e = calloc(1, sizeof(*e));
 	p = malloc(sizeof(*p));
 	if (!e || !p) {

@@ -5,6 +5,8 @@ the text byte-exact, and so does killing it (the engine disarms when its control
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -90,6 +92,72 @@ def test_xrtd_killed_target_runs_original(tmp_path, bin_dir):
         t.close()
 
 
+def _tracer(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("TracerPid:"):
+            return int(line.split()[1])
+    return 0
+
+
+def _armed_then_both_killed(tmp_path: Path) -> tuple[object, oracle.Target, Xrtd]:
+    """K = 250 through xrtd, then kill -9 of the engine and of xrtd: nothing disarmed, the process
+    runs V' on patched code."""
+    table, plan = _plan(tmp_path)
+    t = oracle.Target(Path(table.binary.path))
+    x = Xrtd(tmp_path).start()
+    t.ask([1])
+    x.client().register("K", "sie-user", f"{t.p.pid}:{plan}", min=1, max=5000)
+    x.client().set("K", 250)
+    engine = _tracer(t.p.pid)
+    assert engine > 0, "the engine stays attached as the tracer"
+    os.kill(engine, signal.SIGKILL)
+    x.kill9()
+    deadline = time.monotonic() + 10
+    while _tracer(t.p.pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert t.ask([3000]) == [oracle.worker_answer(3000, 250)], "the harm: V' left running"
+    assert not eng.spans_hold_original(t.p.pid, table)
+    return table, t, x
+
+
+def test_xrtd_and_engine_killed_restart_puts_v0_back(tmp_path, bin_dir):
+    """The restarted xrtd must not report V0 over V': its journal replay disarms what the dead
+    engine left (the process computes with V0 again), and the knob comes back."""
+    table, t, x = _armed_then_both_killed(tmp_path)
+    try:
+        x.start()
+        assert eng.spans_hold_original(t.p.pid, table), "replay must disarm what the dead engine left"
+        assert t.ask([3000]) == [oracle.worker_answer(3000, 100)]
+        assert x.client().get("K")["applied"] == 100
+        assert "registration-restored" in x.audit()
+        assert not list((x.state_dir / "sie-user").glob(f"{t.p.pid}.*.state")), "leftover state removed"
+        x.client().set("K", 300)  # and the knob works again
+        assert t.ask([3000]) == [oracle.worker_answer(3000, 300)]
+        assert x.stop() == 0
+        assert eng.spans_hold_original(t.p.pid, table)
+    finally:
+        x.cleanup()
+        t.close()
+
+
+def test_xrtd_and_engine_killed_undo_fails_refused(tmp_path, bin_dir):
+    """When what the dead engine left cannot be disarmed (here its plan copy is damaged), the knob
+    is not registered again at V0: dropped, with an audit line that says what to do."""
+    table, t, x = _armed_then_both_killed(tmp_path)
+    try:
+        (leftover,) = (x.state_dir / "sie-user").glob(f"{t.p.pid}.*.plan")
+        leftover.write_text("not a plan\n")
+        x.start()
+        with pytest.raises(KnobError):
+            x.client().get("K")
+        audit = x.audit()
+        assert "registration-dropped" in audit and "xsie-user disarm --plan" in audit, audit
+        assert t.ask([3000]) == [oracle.worker_answer(3000, 250)], "nothing was changed"
+    finally:
+        x.cleanup()
+        t.close()
+
+
 def test_xrtd_sie_user_allow_list_and_targets(tmp_path, bin_dir):
     """--allow sie-user:GLOB names the executables xrtd may retune; a plan of several perf-consts
     needs the knob's one named (<pid>:<plan>#<CONST>), once."""
@@ -97,7 +165,7 @@ def test_xrtd_sie_user_allow_list_and_targets(tmp_path, bin_dir):
     two = targets.analyzed("two_consts", [100, 50, 300], flags="-O2")
     l_table = targets.analyzed("two_consts", [7, 9, 40], flags="-O2", const="L")
     both = tmp_path / "both.plan"
-    both.write_text(eng.plan_text(sc.merge([two, l_table]), {"K": 0, "L": 0}, "/dev/shm/unused"))
+    both.write_text(eng.plan_text(sc.merge([two, l_table]), ["K", "L"], "/dev/shm/unused"))
     t = oracle.Target(Path(table.binary.path))
     u = oracle.Target(Path(two.binary.path))
     exe, other = Path(table.binary.path).resolve(), Path(two.binary.path).resolve()  # as /proc/PID/exe
