@@ -60,28 +60,11 @@ static void knob_identity(struct jbuf *b, const struct xrtd_knob *k)
 	jb_str(b, k->name);
 }
 
-/* What the knob is: backend, target, netns, type and enum values (arm and register records). */
-static void knob_description(struct jbuf *b, const struct xrtd_knob *k)
-{
-	jb_printf(b, ",\"backend\":");
-	jb_str(b, k->backend->name);
-	jb_printf(b, ",\"target\":");
-	jb_str(b, k->target);
-	jb_printf(b, ",\"netns\":");
-	jb_str(b, k->netns);
-	jb_printf(b, ",\"type\":\"%s\",\"enum\":[", k->type == XT_KNOB_ENUM ? "enum" : "int");
-	for (int i = 0; i < k->enum_count; i++) {
-		jb_printf(b, i ? "," : "");
-		jb_str(b, k->enum_values[i]);
-	}
-	jb_printf(b, "]");
-}
-
 static void register_record(struct jbuf *b, const struct xrtd_knob *k)
 {
 	jb_printf(b, "{\"op\":\"register\",");
 	knob_identity(b, k);
-	knob_description(b, k);
+	knob_json_fields(b, k);
 	jb_printf(b, ",\"min\":%" PRId64 ",\"max\":%" PRId64 ",\"step\":%" PRId64 ",\"slot\":%d}",
 		  k->min, k->max, k->step, k->slot);
 }
@@ -101,7 +84,7 @@ int journal_arm(const struct xrtd_knob *k)
 
 	jb_printf(&b, "{\"op\":\"arm\",");
 	knob_identity(&b, k);
-	knob_description(&b, k);
+	knob_json_fields(&b, k);
 	jb_printf(&b, ",\"original\":%" PRId64 "}", k->original);
 	return append(&b, true);
 }

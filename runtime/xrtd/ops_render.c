@@ -15,24 +15,12 @@ void knob_json(struct jbuf *b, const struct xrtd_knob *k)
 	xrtd_knob_format(k, k->applied, text, sizeof(text));
 	jb_printf(b, "{\"name\":");
 	jb_str(b, k->name);
-	jb_printf(b, ",\"backend\":");
-	jb_str(b, k->backend->name);
-	jb_printf(b, ",\"target\":");
-	jb_str(b, k->target);
-	jb_printf(b, ",\"netns\":");
-	jb_str(b, k->netns);
+	knob_json_fields(b, k);
 	jb_printf(b,
-		  ",\"slot\":%d,\"type\":\"%s\",\"min\":%" PRId64 ",\"max\":%" PRId64
-		  ",\"step\":%" PRId64 ",\"enum\":[",
-		  k->slot, k->type == XT_KNOB_ENUM ? "enum" : "int", k->min, k->max, k->step);
-	for (int i = 0; i < k->enum_count; i++) {
-		jb_printf(b, i ? "," : "");
-		jb_str(b, k->enum_values[i]);
-	}
-	jb_printf(b,
-		  "],\"original\":%" PRId64 ",\"applied\":%" PRId64 ",\"good\":%" PRId64
+		  ",\"slot\":%d,\"min\":%" PRId64 ",\"max\":%" PRId64 ",\"step\":%" PRId64
+		  ",\"original\":%" PRId64 ",\"applied\":%" PRId64 ",\"good\":%" PRId64
 		  ",\"text\":",
-		  k->original, k->applied, k->good);
+		  k->slot, k->min, k->max, k->step, k->original, k->applied, k->good);
 	jb_str(b, text);
 	jb_printf(b, ",\"state\":\"%s\",\"armed\":%s,\"kept\":%s,\"client\":",
 		  state < sizeof(state_names) / sizeof(state_names[0]) ? state_names[state] : "?",

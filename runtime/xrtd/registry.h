@@ -59,6 +59,11 @@ int allow_add(const char *spec, char err[XRTD_ERR_LEN]);
 /* While journaled originals are put back, every target is allowed. */
 void allow_replaying(bool on);
 
+/* knob_json.c: the knob's backend, target, netns, type and enum values as JSON fields, each after a
+ * comma (the journal's records and the control replies). */
+struct jbuf;
+void knob_json_fields(struct jbuf *b, const struct xrtd_knob *k);
+
 /* journal.c: append-only, fdatasync'd before the change it announces. */
 void journal_init(const char *state_dir, bool sync_all);
 /* One knob as the journal left it. */
