@@ -148,7 +148,8 @@ int sie_find_library(pid_t pid, const struct sie_plan *p, uint64_t *bias, char e
 			if (found[0]) {
 				fclose(f);
 				snprintf(err, SIE_ERR_LEN,
-					 "refused: pid %d has the library %.100s loaded twice (%.150s "
+					 "refused: pid %d has the library %.100s loaded twice "
+					 "(%.150s "
 					 "at %#lx and %.150s at %#lx): which one to patch is "
 					 "ambiguous",
 					 pid, p->library, found, found_start, name, start);

@@ -29,7 +29,8 @@ int sie_maps_next(FILE *f, struct sie_mapping *m)
 		if (sscanf(line, "%lx-%lx %7s %lx %*s %*s %n", &m->start, &m->end, m->perms,
 			   &m->offset, &name_at) < 4)
 			continue;
-		/* The name is the rest of the line: a path may hold spaces (or end in "(deleted)"). */
+		/* The name is the rest of the line: a path may hold spaces (or end in "(deleted)").
+		 */
 		if (name_at > 0 && (size_t)name_at < strlen(line))
 			snprintf(m->name, sizeof(m->name), "%s", line + name_at);
 		n = strlen(m->name);

@@ -15,8 +15,8 @@
  * perf-const's spans (a pass never mixes two values), or refused with its reason (no quiescence in
  * time). If xrtd dies, the engine sees the socket close and disarms: the process runs its original
  * code again; if the engine died too, the next xrtd disarms what it left before it registers the
- * knob again (sie_leftover.c). Restoring the last knob of a plan that holds a changed value disarms: the text is
- * byte-exact again.
+ * knob again (sie_leftover.c). Restoring the last knob of a plan that holds a changed value
+ * disarms: the text is byte-exact again.
  */
 #include <errno.h>
 #include <fcntl.h>

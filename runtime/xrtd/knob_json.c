@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* What a knob is, as JSON fields: one renderer for the journal's records and the control replies. */
+/* What a knob is, as JSON fields: one renderer for the journal records and the control replies. */
 #include "json.h"
 #include "registry.h"
 

@@ -85,8 +85,9 @@ static int run_disarm(const char *plan, const char *state, char why[XRTD_ERR_LEN
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
 		return 0;
 	out[strcspn(out, "\n")] = 0;
-	return xrtd_errf(why, EIO, "%s", out[0] ? out + (strncmp(out, "xsie-user: ", 11) ? 0 : 11)
-					       : "xsie-user disarm failed");
+	return xrtd_errf(why, EIO, "%s",
+			 out[0] ? out + (strncmp(out, "xsie-user: ", 11) ? 0 : 11)
+				: "xsie-user disarm failed");
 }
 
 /* One leftover (PATH.state with PATH.plan beside it): disarmed, or gone with its process. */
@@ -107,11 +108,12 @@ static int undo_one(pid_t pid, const char *base, char err[XRTD_ERR_LEN])
 		waited += 10;
 	}
 	if (run_disarm(plan, state, why))
-		return xrtd_errf(err, EIO,
-				 "sie-user: pid %d runs code armed by an engine that died with xrtd "
-				 "(undo: %.50s); restart it, or run xsie-user disarm --plan %s.plan "
-				 "--state %s.state in the state dir's sie-user/",
-				 pid, why, strrchr(base, '/') + 1, strrchr(base, '/') + 1);
+		return xrtd_errf(
+			err, EIO,
+			"sie-user: pid %d runs code armed by an engine that died with xrtd "
+			"(undo: %.50s); restart it, or run xsie-user disarm --plan %s.plan "
+			"--state %s.state in the state dir's sie-user/",
+			pid, why, strrchr(base, '/') + 1, strrchr(base, '/') + 1);
 	fprintf(stderr, "xrtd: sie-user: pid %d: disarmed what a dead engine left (%s)\n", pid,
 		state);
 done:
