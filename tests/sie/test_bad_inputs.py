@@ -8,12 +8,12 @@ import threading
 import time
 from pathlib import Path
 
-import oracle
 import pytest
 import targets
 from xtune.sie import attach as eng
 from xtune.sie import scope as sc
 from xtune.sie.spec import SpecError, spec_from_dict
+from xtune.testing import sie_oracle as oracle
 
 
 def proc_state(pid: int) -> str:

@@ -3,12 +3,12 @@ checks over {gcc, clang} x {-O0, -O2, -O3}: what must be refused is never retune
 
 from __future__ import annotations
 
-import oracle
 import pytest
 from xtune.sie.analyze import analyze
 from xtune.sie.elfcode import ElfCode
 from xtune.sie.scope import ScopeError
 from xtune.sie.variants import build_one
+from xtune.testing import sie_oracle as oracle
 
 
 def test_corpus_oracle(engine):

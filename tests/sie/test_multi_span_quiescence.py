@@ -6,11 +6,11 @@ once the thread has left, the same change goes through."""
 
 from __future__ import annotations
 
-import oracle
 import pytest
 import targets
 from xtune.knobs.table import KnobError
 from xtune.sie import attach as eng
+from xtune.testing import sie_oracle as oracle
 from xtune.testing.xrtd import Xrtd
 
 BUSY = r"sie-user: refused: thread \d+ is at 0x[0-9a-f]+, inside a safe span of K for longer than"

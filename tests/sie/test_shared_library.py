@@ -10,7 +10,6 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import oracle
 import pytest
 import targets
 from xtune.sie import attach as eng
@@ -18,6 +17,7 @@ from xtune.sie.analyze import analyze
 from xtune.sie.scope import ScopeTable
 from xtune.sie.spec import Spec, SpecError, spec_from_dict
 from xtune.sie.variants import build_one
+from xtune.testing import sie_oracle as oracle
 
 INPUTS = ["5", "60", "99", "100", "250", "500"]
 

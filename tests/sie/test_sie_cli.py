@@ -11,10 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import oracle
 import targets
 from xtune.sie import attach as eng
 from xtune.sie.scope import SCOPE_VERSION
+from xtune.testing import sie_oracle as oracle
+from xtune.testing.sched import sched_fields
 from xtune.testing.xrtd import Xrtd
 
 XTUNE = str(Path(sys.executable).parent / "xtune")
@@ -25,6 +26,15 @@ def xtune(*args: str, env: dict[str, str], ok: bool = True) -> subprocess.Comple
     if ok:
         assert r.returncode == 0, r.stderr
     return r
+
+
+def engine_sched(x: Xrtd) -> dict[str, int]:
+    """The scheduling of the SIE engine xrtd started (`xsie-user run`, its only child)."""
+    assert x.proc is not None
+    tasks = Path(f"/proc/{x.proc.pid}/task").iterdir()  # the thread that forked it holds it
+    children = [c for task in tasks for c in (task / "children").read_text().split()]
+    assert len(children) == 1, children
+    return sched_fields(int(children[0]))[int(children[0])]
 
 
 def test_cli_two_consts_one_plan(tmp_path, engine):
@@ -54,6 +64,7 @@ def test_cli_two_consts_one_plan(tmp_path, engine):
         xtune("sie", "set", "--pid", pid, "K", "20", "--reason", "cli test: K", *sock, env=env)
         xtune("sie", "set", "--pid", pid, "L", "100", *sock, env=env)
         assert t.ask([500]) == ["480 800"]
+        assert engine_sched(x) == {"policy": 0, "se.slice": 100_000}, "each change wakes it: a short slice"
         status = json.loads(xtune("sie", "status", "--pid", pid, *sock, env=env).stdout)
         assert status["values"] == {"K": 20, "L": 100}
         r = xtune("sie", "set", "--pid", pid, "K", str(low - 1), *sock, env=env, ok=False)

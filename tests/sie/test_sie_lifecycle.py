@@ -8,10 +8,10 @@ import subprocess
 import time
 from pathlib import Path
 
-import oracle
 import pytest
 import targets
 from xtune.sie import attach as eng
+from xtune.testing import sie_oracle as oracle
 
 
 def fork_target():

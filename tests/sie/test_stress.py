@@ -6,9 +6,9 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-import oracle
 import targets
 from xtune.sie import attach as eng
+from xtune.testing import sie_oracle as oracle
 
 
 def test_multithreaded_changes_and_cycles(engine):

@@ -8,11 +8,11 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-import oracle
 import pytest
 import targets
 from xtune.host.services import Services
 from xtune.sie import attach as eng
+from xtune.testing import sie_oracle as oracle
 
 
 def uprobes_page(pid: int) -> bool:

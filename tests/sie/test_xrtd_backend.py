@@ -12,12 +12,12 @@ import sys
 import time
 from pathlib import Path
 
-import oracle
 import pytest
 import targets
 from xtune.knobs.table import KnobError  # noqa: E402
 from xtune.sie import attach as eng
 from xtune.sie import scope as sc
+from xtune.testing import sie_oracle as oracle
 from xtune.testing.xrtd import Xrtd
 
 

@@ -1,6 +1,7 @@
 """The rebuild oracle: the original binary retuned through SIE to V' must print exactly what the
-binary rebuilt with V' prints, for every input. Shared by the tests and the benchmark. A corpus
-program built as a shared library runs under targets/so_main.c, which loads it and calls its main."""
+binary rebuilt with V' prints, for every input. Shared by tests/sie and experiments/bench_sie_user.py
+(which counts its verdicts per form), so it lives in the package. A corpus program built as a shared
+library runs under tests/sie/targets/so_main.c, which loads it and calls its main."""
 
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ from xtune.sie.scope import PerfConst, ScopeError, ScopeTable
 from xtune.sie.spec import Spec, spec_from_dict
 from xtune.sie.variants import build_one
 
-CORPUS = Path(__file__).parent / "corpus"
-SO_MAIN = Path(__file__).parent / "targets" / "so_main.c"
+CORPUS = paths.ROOT / "tests" / "sie" / "corpus"
+SO_MAIN = paths.ROOT / "tests" / "sie" / "targets" / "so_main.c"
 _so_main_lock = threading.Lock()  # the oracle's worker threads build it once
 CONFIGS = [("gcc", "-O0"), ("gcc", "-O2"), ("clang", "-O0"), ("clang", "-O2")]
 ALL_LEVELS = [(cc, opt) for cc in ("gcc", "clang") for opt in ("-O0", "-O2", "-O3")]
@@ -75,7 +76,7 @@ def make_spec(src: Path, cc: str, opt: str, values: list[int] = VALUES, **extra:
 
 
 def case(program: str, cc: str, opt: str, **extra: object) -> Case:
-    return Case(program, cc, opt, make_spec(CORPUS / f"{program}.c", cc, opt, **extra))
+    return Case(program, cc, opt, make_spec(CORPUS / f"{program}.c", cc, opt, VALUES, **extra))
 
 
 def shared_case(program: str, cc: str, opt: str) -> Case:
