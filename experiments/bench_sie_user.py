@@ -1,5 +1,6 @@
 """Benchmark of user-space SIE: cost per hit (trampoline, int3 fallback, unpatched, in one run),
-set -> changed behaviour latency (safe transition), arm/disarm time, analysis time per constant, and the
+set -> changed behaviour latency (safe transition), arm/disarm time, analysis time per constant, the
+rebuild oracle's verdicts per form (retuned exactly / refused with a reason / wrong), and the
 dataplane experiment. Writes experiments/results/sie_user.json. Run as root after `make build`."""
 
 from __future__ import annotations
@@ -17,12 +18,20 @@ from xtune.sie import attach as eng
 from xtune.sie.analyze import analyze
 from xtune.sie.scope import ScopeTable
 from xtune.sie.spec import spec_from_dict
+from xtune.testing import sie_oracle
 
 ROOT = Path(__file__).resolve().parents[1]
 
 TARGETS = ROOT / "tests" / "sie" / "targets"
 CORPUS = ROOT / "tests" / "sie" / "corpus"
-SOURCES = ["runtime/sie", "tuner/xtune/sie", "experiments/dataplane", "experiments/bench_sie_user.py"]
+SOURCES = [
+    "runtime/sie",
+    "tuner/xtune/sie",
+    "tuner/xtune/testing/sie_oracle.py",
+    "tests/sie/corpus",
+    "experiments/dataplane",
+    "experiments/bench_sie_user.py",
+]
 CALLS = 2_000_000
 
 
@@ -147,6 +156,27 @@ def analysis_times() -> dict[str, object]:
     return {"seconds": times, "max_seconds": max(times.values()), "target_seconds": 120}
 
 
+def oracle_counts() -> dict[str, object]:
+    """The rebuild oracle over the corpus: per form (corpus program) how many of its builds were
+    retuned exactly, refused with a reason, or wrong (a wrong result or a failed attach)."""
+    verdicts = {"pass": "retuned", "refused": "refused", "fail": "wrong"}
+    cases = sie_oracle.run_corpus(workers=2)
+    forms: dict[str, dict[str, int]] = {}
+    for c in cases:
+        counts = forms.setdefault(c.program, {"retuned": 0, "refused": 0, "wrong": 0})
+        counts[verdicts[c.verdict]] += 1
+    totals = {v: sum(f[v] for f in forms.values()) for v in ("retuned", "refused", "wrong")}
+    return {
+        "configs": [f"{cc} {opt}" for cc, opt in sie_oracle.CONFIGS],
+        "cases": len(cases),
+        **totals,
+        "retuned_share": round(totals["retuned"] / len(cases), 3),
+        "pass_rate_asserted": sie_oracle.PASS_RATE,
+        "per_form": forms,
+        "wrong_cases": {c.name: c.detail for c in cases if c.verdict == "fail"},
+    }
+
+
 def main() -> None:
     table = hitloop_table()
     result = {
@@ -155,6 +185,7 @@ def main() -> None:
         "write_to_effect": write_to_effect(table),
         "arm_disarm": arm_disarm(table),
         "analysis": analysis_times(),
+        "oracle": oracle_counts(),
         "dataplane": dataplane.main(),
     }
     write_result("sie_user", result, SOURCES)
