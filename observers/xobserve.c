@@ -18,6 +18,7 @@
 #include <bpf/libbpf.h>
 
 #include "observer.h"
+#include "xtune/sched_slice.h"
 
 #define XT_FAMILY(n) extern const struct xt_family n##_family;
 #include "families.inc"
@@ -43,6 +44,7 @@ struct settings {
 	const char *zmq_endpoint, *shm_name, *record_path;
 	uint32_t shm_slots;
 	int rt_priority;
+	unsigned slice_us;
 	int zmq_hwm;
 };
 
@@ -60,6 +62,8 @@ static const char usage_text[] =
 	"  --zmq-hwm N            messages queued per ZeroMQ subscriber, then drops (10000)\n"
 	"  --record FILE          append the catalog and every frame to a recording\n"
 	"  --rt-priority N        close windows as SCHED_FIFO N (1..99), memory locked\n"
+	"  --slice-us N           else the window loop's scheduler slice, 100..100000 us,\n"
+	"                         0 = the kernel's default (default 100)\n"
 	"  --block-dev MAJ:MIN    block family: only this device\n"
 	"  --pid PID, --comm NAME syscall, func (and sched target) families: only this\n"
 	"                         process or command\n"
@@ -149,6 +153,7 @@ static void parse_args(int argc, char **argv, struct settings *s)
 		{"func", required_argument, 0, 'F'},
 		{"block-dev", required_argument, 0, 'b'},
 		{"rt-priority", required_argument, 0, 'R'},
+		{"slice-us", required_argument, 0, 'L'},
 		{"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0},
 	};
@@ -220,6 +225,12 @@ static void parse_args(int argc, char **argv, struct settings *s)
 			break;
 		case 'R':
 			s->rt_priority = parse_number("--rt-priority", optarg, 1, 99);
+			break;
+		case 'L':
+			s->slice_us = parse_number("--slice-us", optarg, 0, XT_SLICE_MAX_US);
+			if (s->slice_us && s->slice_us < XT_SLICE_MIN_US)
+				die_usage("--slice-us wants 0 or %u..%u, not '%s'", XT_SLICE_MIN_US,
+					  XT_SLICE_MAX_US, optarg);
 			break;
 		case 'h':
 			usage(stdout);
@@ -425,13 +436,18 @@ static int run(struct settings *s)
 	uint64_t start, end, next, deadline = 0, dropped = 0, seq = 0, catalog_gen = 0;
 	uint64_t last_catalog = 0, t0;
 	struct timespec ts;
-	int id_collect, id_late;
+	int id_collect, id_late, ret;
 	size_t i;
 
 	id_collect = xt_signal_add("xobserve.collect_us", "us", "gauge", "xobserve");
 	id_late = xt_signal_add("xobserve.late_windows", "windows", "counter", "xobserve");
 	if (s->rt_priority && go_realtime(s->rt_priority))
 		return 1;
+	/* A window closes on time under normal scheduling too: see xtune/sched_slice.h. */
+	if (!s->rt_priority && (ret = xt_sched_set(0, s->slice_us)))
+		fprintf(stderr,
+			"xobserve: --slice-us %u: cannot set the slice (%s), default kept\n",
+			s->slice_us, strerror(-ret));
 	if (open_outputs(s)) {
 		close_outputs();
 		return 1;
@@ -489,6 +505,7 @@ int main(int argc, char **argv)
 		.window_ns = 10000000ull,
 		.shm_slots = 1024,
 		.zmq_hwm = 10000,
+		.slice_us = 100,
 		.opt = {.block_major = -1, .block_minor = -1},
 	};
 	struct sigaction sa = {.sa_handler = on_signal};

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "sie.h"
+#include "xtune/sched_slice.h"
 
 static volatile int stop;
 static const char *state_path;
@@ -93,6 +94,11 @@ static int run(int pid, struct sie_plan *plan, const struct sie_opts *o, struct 
 	int rc;
 
 	signal(SIGPIPE, SIG_IGN);
+	/* Each change is a wake-up on the tick → effect path: see xtune/sched_slice.h. A policy
+	 * inherited from xrtd (SCHED_FIFO with --rt-priority) is kept. */
+	if (sched_getscheduler(0) == SCHED_OTHER && (rc = xt_sched_set(0, XT_SLICE_MIN_US)))
+		fprintf(stderr, "xsie-user: cannot set a short scheduler slice (%s)\n",
+			strerror(-rc));
 	if (control && (ctl.listen_fd = control_socket(control, err)) < 0)
 		return -1;
 	rc = sie_run(pid, plan, o, st, &ctl, served, err);

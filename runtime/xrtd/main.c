@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "control.h"
+#include "xtune/sched_slice.h"
 
 struct options {
 	const char *socket_path;
@@ -113,9 +114,8 @@ static int parse_args(int argc, char **argv, struct options *opt)
 			opt->rt_priority = v;
 			break;
 		case 'S':
-			/* The kernel takes custom slices of 100 µs to 100 ms. */
 			v = strtol(optarg, &end, 10);
-			if (*end || (v && (v < 100 || v > 100000))) {
+			if (*end || (v && (v < XT_SLICE_MIN_US || v > XT_SLICE_MAX_US))) {
 				fprintf(stderr,
 					"xrtd: --slice-us %s: 0 (default slice) or 100..100000\n",
 					optarg);

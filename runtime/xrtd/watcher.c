@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "control.h"
+#include "xtune/sched_slice.h"
 
 #define HOT_POLL_NS   20000ull
 #define HOT_WINDOW_NS 100000000ull
@@ -71,16 +72,6 @@ static bool scan(void)
 	return changed;
 }
 
-/* glibc has no sched_setattr; the layout is the kernel's (uapi linux/sched/types.h). */
-struct sched_attr_v1 {
-	uint32_t size, policy;
-	uint64_t flags;
-	int32_t nice;
-	uint32_t priority;
-	uint64_t runtime, deadline, period;
-	uint32_t util_min, util_max;
-};
-
 /*
  * SCHED_FIFO with --rt-priority (on a busy host a normal thread may wait milliseconds for a CPU
  * behind other runnable tasks; the watcher only runs briefly between futex sleeps), else normal
@@ -88,23 +79,14 @@ struct sched_attr_v1 {
  */
 static void set_scheduling(void)
 {
-	struct sched_attr_v1 attr = {.size = sizeof(attr)};
+	int ret = xt_sched_set(rt_priority, slice_us);
 
-	if (rt_priority) {
-		attr.policy = SCHED_FIFO;
-		attr.priority = rt_priority;
-	} else if (slice_us) {
-		attr.policy = SCHED_OTHER;
-		attr.runtime = (uint64_t)slice_us * 1000;
-	} else {
-		return;
-	}
-	if (syscall(SYS_sched_setattr, 0, &attr, 0))
+	if (ret)
 		fprintf(stderr,
 			"xrtd: %s: %s, the table watcher runs with the default scheduling\n",
 			rt_priority ? "--rt-priority: cannot set SCHED_FIFO"
 				    : "--slice-us: cannot set the slice",
-			strerror(errno));
+			strerror(-ret));
 }
 
 static void *watch(void *arg)

@@ -8,9 +8,11 @@ import signal
 import subprocess
 from pathlib import Path
 
+import pytest
 from xtune import paths
 from xtune.signals.frames import ShmFrameReader
 from xtune.testing.observe import bpf_ids_alive, bpf_ids_of
+from xtune.testing.sched import sched_fields
 
 FAMILIES = ["sched", "softirq", "block", "syscall", "func", "pmu", "tcp", "mem"]
 
@@ -60,6 +62,8 @@ def test_bad_options_are_named(xobserve):
         (["--block-dev", "sda"], "MAJOR:MINOR"),
         (["--once", "extra"], "unexpected argument 'extra'"),
         (["--rt-priority", "100"], "--rt-priority wants a number in [1, 99]"),
+        (["--slice-us", "50"], "--slice-us wants 0 or 100..100000, not '50'"),
+        (["--slice-us", "100001"], "--slice-us wants a number in [0, 100000]"),
     ]:
         r = run(xobserve, *args)
         assert r.returncode == 2, (args, r.stderr)
@@ -131,6 +135,19 @@ def test_verifier_rejection_shows_the_log_tail_and_the_others_run(tmp_path):
     assert re.search(r"R\d+ invalid mem access 'map_value_or_null'", r.stderr)  # the verifier's words
     signals = json.loads(r.stdout)["signals"]
     assert "softirq.timer.count" in signals and "sched.switches" not in signals
+
+
+@pytest.mark.parametrize(
+    "args,slice_ns", [((), 100_000), (("--slice-us", "400"), 400_000), (("--slice-us", "0"), None)]
+)
+def test_window_loop_slice(start_observer, args, slice_ns):
+    """The window loop (the main thread) wakes with a short slice; 0 keeps the host's default, the
+    slice this test's own process has."""
+    obs = start_observer("--families", "sched", "--window-ms", "1", *args)
+    loop = sched_fields(obs.proc.pid)[obs.proc.pid]
+    default = sched_fields(os.getpid())[os.getpid()]["se.slice"]
+    assert loop["policy"] == 0  # SCHED_OTHER
+    assert loop["se.slice"] == (slice_ns or default)
 
 
 def test_rt_priority_runs_the_window_loop_sched_fifo(start_observer):

@@ -2,23 +2,10 @@
 
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 from xtune import paths
-
-
-def sched_fields(pid: int) -> dict[int, dict[str, int]]:
-    """Per thread of `pid`: its /proc sched fields `policy` and `se.slice` (ns)."""
-    out = {}
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        fields = {}
-        for line in (task / "sched").read_text().splitlines():
-            name, _, value = line.partition(":")
-            if name.strip() in ("policy", "se.slice"):
-                fields[name.strip()] = int(value.strip().split(".")[0])
-        out[int(task.name)] = fields
-    return out
+from xtune.testing.sched import sched_fields
 
 
 def watcher_and_main(pid: int) -> tuple[dict[str, int], dict[str, int]]:

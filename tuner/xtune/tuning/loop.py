@@ -25,6 +25,7 @@ from typing import Any
 
 from xtune.config import expr
 from xtune.config.schema import SloFile
+from xtune.host.sched import prompt_wakeups
 from xtune.knobs.actuator import Actuator
 from xtune.policies.base import Outcome, TrialPolicy
 from xtune.policies.tree import TreePolicy
@@ -68,6 +69,7 @@ class FramePump(threading.Thread):
         self._chosen: dict[str, int] | None = None
         self._catalog_seen: object = None
         self._lost_seen = 0
+        self.sched_note: str | None = None
 
     def _decide(self, frame: Frame, paused: bool) -> None:
         """The tree sees every frame, so its state (hysteresis, fallback) evolves the same whether or
@@ -125,6 +127,8 @@ class FramePump(threading.Thread):
             self.error = e
 
     def _run(self) -> None:
+        # Each frame is a wake-up on the tick -> effect path; None or why the default stays.
+        self.sched_note = prompt_wakeups()
         m, exp = self.metrics, self.metrics.experiment
         frames_total = m.frames.labels(exp)
         gaps_total = m.frame_gaps.labels(exp)
