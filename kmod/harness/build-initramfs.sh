@@ -3,6 +3,7 @@
 # A busybox initramfs with xsie.ko, the test load module, the guest tools and tests, the spans
 # file, and the distro modules the tests need (null_blk and its dependency configfs).
 # TEST names select guest scripts by path under kmod/guest without .sh (default: tests/*).
+# GUEST_FILES (space-separated paths) are copied into /xsie/ too (e.g. a trained policy).
 set -euo pipefail
 kenv=$1 spans=$2 out=$3
 shift 3
@@ -18,6 +19,8 @@ cp /bin/busybox "$root/bin/busybox"
 ln -s busybox "$root/bin/sh"
 cp "$kmod/guest/init" "$root/init"
 cp "$kmod/guest/lib.sh" "$root/xsie/"
+cp -r "$kmod/guest/case" "$root/xsie/"
+for f in ${GUEST_FILES:-}; do cp "$f" "$root/xsie/"; done
 if [[ $# -eq 0 ]]; then
 	cp "$kmod"/guest/tests/*.sh "$root/xsie/tests/"
 else
