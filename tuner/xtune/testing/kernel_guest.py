@@ -1,0 +1,69 @@
+"""One QEMU guest run for a benchmark or test: Debian's kernel, xsie.ko and the guest tools built
+(kmod/Makefile), a spans file for the named perf-consts, one guest script under kmod/guest, its
+serial console and the XSIE-METRIC lines it printed. Runs under /tmp/xtune-heavy.lock so that
+concurrent measurements on the shared host do not overlap."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
+from xtune import paths
+from xtune.sie.kernel import analyze as kernel
+
+KMOD = paths.ROOT / "kmod"
+HEAVY_LOCK = "/tmp/xtune-heavy.lock"
+# BLK values: 2*V must stay below 128 or gcc switches to a 16-bit add (a different code shape).
+VALUES = {"BLK_MAX_REQUEST_COUNT": [32, 8, 48]}
+
+
+def kernel_env() -> str:
+    run = subprocess.run(
+        [str(KMOD / "harness" / "fetch-kernel.sh")], capture_output=True, text=True, check=True
+    )
+    return run.stdout.strip()
+
+
+def run_script(
+    script: str, consts: list[str], files: list[Path] = (), timeout_s: int = 420
+) -> tuple[str, dict[str, int]]:
+    """Boots a guest running kmod/guest/<script>.sh with `files` in /xsie/; (console, metrics)."""
+    env_file = kernel_env()
+    # Only what a benchmark's guest needs (the guest xrtd is built by the kernel tests).
+    out = paths.BUILD / "kmod"
+    targets = [str(out / "xsie.ko"), *(str(out / "guest" / t) for t in ("xsiectl", "plugload", "linesock"))]
+    subprocess.run(
+        ["make", "-s", "-C", str(KMOD), f"TOP={paths.ROOT}", f"BUILD={paths.BUILD}", *targets], check=True
+    )
+    result = kernel.analyze(consts, {c: v for c, v in VALUES.items() if c in consts})
+    with tempfile.TemporaryDirectory() as tmp:
+        spans, initrd, console = Path(tmp, "spans.txt"), Path(tmp, "initrd.gz"), Path(tmp, "console.log")
+        spans.write_text("\n".join(kernel.xsie_lines(result)) + "\n")
+        build_env = dict(os.environ, BUILD=str(paths.BUILD), GUEST_FILES=" ".join(str(f) for f in files))
+        harness = KMOD / "harness"
+        subprocess.run(
+            [str(harness / "build-initramfs.sh"), env_file, str(spans), str(initrd), script],
+            check=True,
+            env=build_env,
+        )
+        run = subprocess.run(
+            [
+                "flock",
+                HEAVY_LOCK,
+                str(harness / "run-guest.sh"),
+                env_file,
+                str(initrd),
+                str(console),
+                str(timeout_s),
+            ]
+        )
+        text = console.read_text(errors="replace")
+    (paths.BUILD / "kmod" / f"last-{Path(script).name}-console.log").write_text(text)
+    if run.returncode:
+        raise RuntimeError(
+            f"guest {script} did not finish; console in build/kmod/last-{Path(script).name}-console.log"
+        )
+    return text, {m.group(1): int(m.group(2)) for m in re.finditer(r"^XSIE-METRIC (\S+) (-?\d+)", text, re.M)}
