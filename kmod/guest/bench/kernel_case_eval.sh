@@ -1,7 +1,8 @@
 # The kernel case's evaluation: a shifting schedule of phases (disk:requests per io_submit:reads)
 # not used in training, run once per contender (every static value of the grid, and the trained
 # policy from /xsie/policy.sh) in each repetition, the contenders' order rotated per repetition.
-# Prints XSIE-METRIC eval_<contender>_r<rep>_p<phase> <ns> and the policy's XSIE-DECISION lines.
+# Prints XSIE-METRIC eval_<contender>_r<rep>_p<phase> <ns>, evlat_... <mean read latency in us>
+# (/sys/block/*/stat over the phase) and the policy's XSIE-DECISION lines.
 . /xsie/lib.sh
 . /xsie/case/lib.sh
 GRID="4 8 16 32 64 256"
@@ -23,10 +24,13 @@ for rep in $(seq $REPS); do
 		fi
 		i=0
 		for p in $SCHEDULE; do
-			i=$((i + 1))
+			i=$((i + 1)) disk=${p%%:*} rest=${p#*:}
+			before=$(case_sample)
+			ns=$(case_load "$disk" "${rest%%:*}" "${rest#*:}")
 			# shellcheck disable=SC2046
-			set -- $(echo "$p" | tr : ' ')
-			metric "eval_${c}_r${rep}_p$i" "$(case_load "$1" "$2" "$3")"
+			case_features $before $(case_sample)
+			metric "eval_${c}_r${rep}_p$i" "$ns"
+			metric "evlat_${c}_r${rep}_p$i" "$(echo "$FEATURES" | cut -d' ' -f2)"
 		done
 		if [ "$c" = adaptive ]; then
 			kill $policy
