@@ -9,21 +9,15 @@ armed against unarmed in the same run. Writes experiments/results/sie_kernel.jso
 from __future__ import annotations
 
 import json
-import os
-import re
-import subprocess
-import tempfile
 import time
-from pathlib import Path
 
 from resultfile import write_result
-from xtune import paths
 from xtune.sie.kernel import analyze as kernel
 from xtune.sie.kernel import source as kernel_build
+from xtune.testing import kernel_guest
 
-KMOD = paths.ROOT / "kmod"
 CONSTS = ["BLK_MAX_REQUEST_COUNT", "MAX_SOFTIRQ_RESTART", "SHRINK_BATCH"]
-VALUES = {"BLK_MAX_REQUEST_COUNT": [32, 8, 48]}
+VALUES = kernel_guest.VALUES
 
 
 def analysis_times() -> tuple[kernel.KernelAnalysis, dict[str, float]]:
@@ -36,32 +30,13 @@ def analysis_times() -> tuple[kernel.KernelAnalysis, dict[str, float]]:
     return kernel.analyze(CONSTS, VALUES), seconds
 
 
-def guest_metrics(result: kernel.KernelAnalysis) -> dict[str, int]:
-    env = subprocess.run(
-        [str(KMOD / "harness" / "fetch-kernel.sh")], capture_output=True, text=True, check=True
-    )
-    env_file = env.stdout.strip()
-    subprocess.run(["make", "-s", "-C", str(KMOD), f"TOP={paths.ROOT}", f"BUILD={paths.BUILD}"], check=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        spans, initrd, console = Path(tmp, "spans.txt"), Path(tmp, "initrd.gz"), Path(tmp, "console.log")
-        spans.write_text("\n".join(kernel.xsie_lines(result)) + "\n")
-        build_env = dict(os.environ, BUILD=str(paths.BUILD))
-        harness = KMOD / "harness"
-        subprocess.run(
-            [str(harness / "build-initramfs.sh"), env_file, str(spans), str(initrd), "bench/sie_bench"],
-            check=True,
-            env=build_env,
-        )
-        subprocess.run(
-            [str(harness / "run-guest.sh"), env_file, str(initrd), str(console), "420"], check=True
-        )
-        text = console.read_text(errors="replace")
-    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^XSIE-METRIC (\S+) (-?\d+)", text, re.M)}
+def guest_metrics() -> dict[str, int]:
+    return kernel_guest.run_script("bench/sie_bench", CONSTS)[1]
 
 
 def main() -> None:
     result, seconds = analysis_times()
-    m = guest_metrics(result)
+    m = guest_metrics()
     env = kernel_build.KernelEnv.fetch()
     per_hit = {}
     for probe, spans in (
@@ -113,7 +88,13 @@ def main() -> None:
     write_result(
         "sie_kernel",
         report,
-        ["kmod", "include/xtune/xsie.h", "tuner/xtune/sie", "experiments/bench_sie_kernel.py"],
+        [
+            "kmod",
+            "include/xtune/xsie.h",
+            "tuner/xtune/sie",
+            "experiments/bench_sie_kernel.py",
+            "tuner/xtune/testing/kernel_guest.py",
+        ],
     )
     print(json.dumps(report, indent=1))
 

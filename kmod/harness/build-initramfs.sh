@@ -26,7 +26,9 @@ if [[ $# -eq 0 ]]; then
 else
 	for t in "$@"; do cp "$kmod/guest/$t.sh" "$root/xsie/tests/"; done
 fi
-cp "$build"/guest/{xsiectl,plugload,linesock,xrtd} "$root/xsie/bin/"
+cp "$build"/guest/{xsiectl,plugload,linesock} "$root/xsie/bin/"
+# xrtd only when built (a benchmark's guest may not need it; the xrtd guest test fails without it).
+[[ ! -e "$build/guest/xrtd" ]] || cp "$build/guest/xrtd" "$root/xsie/bin/"
 cp "$build/xsie.ko" "$build/xsie_testload.ko" "$root/xsie/modules/"
 cp "$KERNEL_MODULES/kernel/fs/configfs/configfs.ko" \
 	"$KERNEL_MODULES/kernel/drivers/block/null_blk/null_blk.ko" "$root/xsie/modules/"
