@@ -378,3 +378,67 @@ def test_watch_range_keeps_each_cells_tail() -> None:
     land = Landscape("batch", "x", "y", {"heavy": {16: heavy}, "light": {16: light}})
     ((w,),) = [_watch_ranges(land, {"heavy": 16, "light": 16}, 16, [sig], 0.999, 0.0)]
     assert w["range"][1] >= 800.0
+
+
+def test_drain_ranges_are_what_each_setting_showed_under_the_loads_another_suits(tmp_path: Path) -> None:
+    """drain[c][k]: the watched signal's range over the cells of value c in the regimes labelled k
+    (each cell cut at its quantiles, widened by the margin); None where no regime is labelled k."""
+    write_ladder(tmp_path / "l.xtrec")
+    common = ([tmp_path / "l.xtrec"], [], "batch", "func.serve_batch.latency.p99", "func.serve_batch.rate")
+    model = train_regimes(
+        *common,
+        tmp_path / "d.json",
+        features=["dp.arrivals"],
+        tolerance=0.25,
+        prefer="larger",
+        watch=["func.serve_batch.latency.p99"],
+    )
+    assert model.card["labels_robust"] == {"r10": 8, "r20": 8, "r24": 8, "r40": 16}
+    (w,) = model.guard["watch"]
+    at = {v: model.classes.index([v]) for v in (4, 8, 16)}
+    # 16 where 8 is the label (r10, r20, r24): 200, 180, 150; widened by 10 % of the span.
+    assert w["drain"][at[16]][at[8]] == pytest.approx([150.0 - 5.0, 200.0 + 5.0])
+    assert w["drain"][at[8]][at[16]] == pytest.approx([270.0, 330.0])  # 8 at r40 alone: 300 ± 10 %
+    assert w["drain"][at[16]][at[4]] is None  # no regime is labelled 4
+    assert TreeModel.load(tmp_path / "d.json").guard == model.guard
+
+
+def drain_model(drain: list) -> TreeModel:
+    """arrivals <= 10: 2, else 16; prefer larger; the wait watched with a wide range."""
+    nodes = [[0, 10.0, 1, 2, 1], [-1, 0.0, -1, -1, 0], [-1, 0.0, -1, -1, 1]]
+    watch = [{"signal": "dp.wait", "range": [0.0, 1e6], "drain": drain}]
+    guard = {"ranges": [[0.0, 100.0]], "fallback": 1, "watch": watch}
+    return TreeModel(["dp.arrivals"], ["batch"], [[2], [16]], nodes, {"prefer": "larger"}, guard)
+
+
+def test_a_move_to_the_unsafe_side_waits_while_the_backlog_drains() -> None:
+    """After a heavy phase the arrivals fall at once, but its backlog keeps the wait above what 16
+    showed under the loads 2 suits: each such window starts the hold over, so the policy leaves 16
+    only once the backlog is gone. Moves to the safe side never wait."""
+    policy = TreePolicy(drain_model([[None, None], [[10.0, 300.0], None]]), hold=3)
+    heavy, backlog, drained = (
+        {"dp.arrivals": 50.0, "dp.wait": 900.0},
+        {"dp.arrivals": 5.0, "dp.wait": 1000.0},
+        {"dp.arrivals": 5.0, "dp.wait": 200.0},
+    )
+    assert policy.decide(heavy) == {"batch": 16}
+    assert policy.decide(backlog) == {"batch": 16}
+    assert policy.reason.startswith("holding: dp.wait = 1000 above 300")
+    choices = [policy.decide(w) for w in (drained, drained, backlog, drained, drained, drained)]
+    assert choices == [{"batch": 16}] * 5 + [{"batch": 2}]  # the backlog window restarted the hold
+    assert policy.decide(heavy) == {"batch": 16}  # toward the safe side at once, whatever the wait
+    # A window without the signal (no round ran) does not judge; null entries never hold.
+    quiet = TreePolicy(drain_model([[None, None], [[10.0, 300.0], None]]), hold=2)
+    quiet.decide(heavy)
+    assert [quiet.decide({"dp.arrivals": 5.0}) for _ in range(2)] == [{"batch": 16}, {"batch": 2}]
+    free = TreePolicy(drain_model([[None, None], [None, None]]), hold=1)
+    free.decide(heavy)
+    assert free.decide(backlog) == {"batch": 2}
+
+
+def test_malformed_drain_is_refused(tmp_path: Path) -> None:
+    for drain in ([[None]], [[None, None], [[5.0, 1.0], None]], [[None, None], [[0.0, float("inf")], None]]):
+        model = drain_model(drain)
+        model.save(tmp_path / "m.json")
+        with pytest.raises(ValueError, match="drain for dp.wait needs 2 rows of 2 entries"):
+            TreeModel.load(tmp_path / "m.json")

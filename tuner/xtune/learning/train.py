@@ -249,7 +249,7 @@ def train_regimes(
     card["training_accuracy"], card["training_regret_mean"] = fit["accuracy"], fit["regret_mean"]
     model.guard = {"ranges": ranges, "fallback": _class_of(model, fallback)}
     if watch:
-        model.guard["watch"] = _watch_ranges(land, label, fallback, watch, watch_quantile, margin)
+        model.guard["watch"] = _watch_ranges(land, label, fallback, watch, watch_quantile, margin, values)
         card["watch"] = model.guard["watch"]
     card["fallback"] = fallback
     if test is not None:
@@ -265,31 +265,60 @@ def train_regimes(
 
 
 def _watch_ranges(
-    land: Landscape, label: dict[str, int], fallback: int, names: Sequence[str], q: float, margin: float
+    land: Landscape,
+    label: dict[str, int],
+    fallback: int,
+    names: Sequence[str],
+    q: float,
+    margin: float,
+    values: Sequence[int] = (),
 ) -> list[dict[str, object]]:
-    """[{"signal", "range"}]: from the lowest to the highest of the cells where a regime ran its
-    label or the fallback, each cell's windows cut at its 1 - q and q quantiles (absent signals
-    skipped). Per cell, not pooled: a pooled quantile cuts off a whole cell's tail, and the
-    fallback's own cells belong in the range, since a watched signal that moves with the value (a
-    wait that grows with a batch) would otherwise keep tripping on the fallback it just applied."""
+    """[{"signal", "range", "drain"}]: `range` from the lowest to the highest of the cells where a
+    regime ran its label or the fallback, each cell's windows cut at its 1 - q and q quantiles
+    (absent signals skipped). Per cell, not pooled: a pooled quantile cuts off a whole cell's tail,
+    and the fallback's own cells belong in the range, since a watched signal that moves with the
+    value (a wait that grows with a batch) would otherwise keep tripping on the fallback it just
+    applied.
+    `drain[c][k]` (class indices into `values`) is the same range over the cells of value c in the
+    regimes labelled k, or None where no regime is: what the setting in effect showed under the
+    loads the new setting suits. The policy leaves c for k only inside it; above it, the load that
+    called for c has left work behind (a backlog still draining) that k would serve more slowly."""
     out: list[dict[str, object]] = []
     for name in names:
         if not expr.is_name(name):
             raise ValueError(f"watch signal {name!r}: a signal name is needed (absent windows are skipped)")
-        bounds = []
-        for regime, by_value in land.cells.items():
-            for value in {label[regime], fallback}:
-                if value not in by_value:
-                    continue
-                xs = sorted(f[name] for f in by_value[value].frames if name in f and math.isfinite(f[name]))
-                if xs:
-                    bounds.append((xs[int((1 - q) * (len(xs) - 1))], xs[int(q * (len(xs) - 1))]))
-        if not bounds:
+        rng = _cells_range(land, name, [(r, v) for r in land.cells for v in {label[r], fallback}], q, margin)
+        if rng is None:
             raise ValueError(f"watch signal {name!r}: not in the windows of any regime's labelled value")
-        lo, hi = min(b[0] for b in bounds), max(b[1] for b in bounds)
-        pad = margin * (hi - lo) if hi > lo else margin * max(abs(hi), 1.0)
-        out.append({"signal": name, "range": [lo - pad, hi + pad]})
+        drain = [
+            [
+                _cells_range(land, name, [(r, c) for r in land.cells if label[r] == k], q, margin)
+                for k in values
+            ]
+            for c in values
+        ]
+        out.append({"signal": name, "range": rng, "drain": drain})
     return out
+
+
+def _cells_range(
+    land: Landscape, name: str, cells: Sequence[tuple[str, int]], q: float, margin: float
+) -> list[float] | None:
+    """[lo, hi] of signal `name` over the (regime, value) cells, each cut at its 1 - q and q
+    quantiles, widened by `margin` of the span; None when no such cell has the signal."""
+    bounds = []
+    for regime, value in cells:
+        cell = land.cells[regime].get(value)
+        if cell is None:
+            continue
+        xs = sorted(f[name] for f in cell.frames if name in f and math.isfinite(f[name]))
+        if xs:
+            bounds.append((xs[int((1 - q) * (len(xs) - 1))], xs[int(q * (len(xs) - 1))]))
+    if not bounds:
+        return None
+    lo, hi = min(b[0] for b in bounds), max(b[1] for b in bounds)
+    pad = margin * (hi - lo) if hi > lo else margin * max(abs(hi), 1.0)
+    return [lo - pad, hi + pad]
 
 
 def _neighbours(rows: Sequence[Sequence[float]], regimes: Sequence[str], k: int) -> dict[str, list[str]]:

@@ -35,7 +35,8 @@ class TreeModel:
     nodes: list[list[float]]
     card: dict[str, Any]
     # {"ranges": [[lo, hi] per feature], "fallback": class index, optional "watch": [{"signal",
-    # "range"}] (signals outside the tree, watched for a range)}; None: no guard.
+    # "range", optional "drain"}] (signals outside the tree, watched for a range; drain[c][k]: the
+    # [lo, hi] setting c showed where setting k is best, or null)}; None: no guard.
     guard: dict[str, Any] | None = None
 
     @classmethod
@@ -124,6 +125,11 @@ class TreeModel:
                     raise ValueError(
                         f"{where}: guard.watch entries need a signal name and a finite [lo, hi]: {w}"
                     )
+                if "drain" in w and not _drain_ok(w["drain"], nc):
+                    raise ValueError(
+                        f"{where}: guard.watch drain for {w['signal']} needs {nc} rows of {nc} "
+                        "entries, each a finite [lo, hi] or null"
+                    )
 
     def source(self) -> str:
         """Straight-line Python for `decide(x) -> class index`."""
@@ -147,6 +153,19 @@ class TreeModel:
         namespace: dict[str, Any] = {}
         exec(compile(self.source(), "<xtune-tree>", "exec"), {"__builtins__": {}}, namespace)  # noqa: S102
         return namespace["decide"]
+
+
+def _drain_ok(drain: object, n: int) -> bool:
+    def entry_ok(e: object) -> bool:
+        if e is None:
+            return True
+        if not (isinstance(e, list) and len(e) == 2 and all(isinstance(x, (int, float)) for x in e)):
+            return False
+        return math.isfinite(e[0]) and math.isfinite(e[1]) and e[0] <= e[1]
+
+    if not (isinstance(drain, list) and len(drain) == n):
+        return False
+    return all(isinstance(row, list) and len(row) == n and all(map(entry_ok, row)) for row in drain)
 
 
 @dataclass
@@ -197,6 +216,8 @@ class TreePolicy:
         self._watch = [
             (w["signal"], float(w["range"][0]), float(w["range"][1])) for w in (guard or {}).get("watch", [])
         ]
+        # (signal, the upper end of drain[c][k] or None) for the moves from class c to class k
+        self._drain = [(w["signal"], w["drain"]) for w in (guard or {}).get("watch", []) if "drain" in w]
         prefer = model.card.get("prefer")
         if prefer not in (None, "larger", "smaller"):
             raise ValueError(f"model card: prefer must be larger or smaller, not {prefer!r}")
@@ -249,6 +270,21 @@ class TreePolicy:
             return ""
         return f"watched signals back in range {st.clear} of {self.hold} windows: fallback holds"
 
+    def _draining(self, values: Mapping[str, float], empty: Container[str], current: int, to: int) -> str:
+        """Why leaving `current` for `to` must wait in this window, else "": a watched signal above
+        what `current` showed in training under the loads `to` is best for (`drain`), i.e. the load
+        that called for `current` left work behind that `to` would serve more slowly."""
+        for name, drain in self._drain:
+            r = drain[current][to]
+            v = values.get(name)
+            if r is None or v is None or name in empty:
+                continue
+            if v > r[1]:
+                return (
+                    f"holding: {name} = {v:g} above {r[1]:g}, the setting's range under the new one's loads"
+                )
+        return ""
+
     def _safer(self, a: int, b: int) -> bool:
         """Whether class a lies on the model's safe side of class b (every knob, one at least)."""
         if not self._sign:
@@ -278,6 +314,10 @@ class TreePolicy:
         elif self._safer(chosen, st.current):
             self.reason = "tree, toward the safe side at once"
             st.current, st.candidate, st.streak = chosen, None, 0
+        elif self._drain and (held := self._draining(values, empty, st.current, chosen)):
+            # Windows "in a row" toward the new setting: one with work left behind starts them over.
+            self.reason = held
+            st.candidate, st.streak = None, 0
         elif self._sign and st.candidate is not None and self._comparable(chosen, st.candidate):
             # Another window on the unsafe side: the candidate is the safest choice of the streak.
             st.candidate = chosen if self._safer(chosen, st.candidate) else st.candidate
