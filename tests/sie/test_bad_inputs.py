@@ -177,3 +177,19 @@ def test_bad_specs(tmp_path):
     with pytest.raises(SpecError, match="field `persistent` must be true or false"):
         spec_from_dict({**base, "persistent": "yes"}, spec)
     spec_from_dict(base, spec)
+
+
+def test_more_threads_than_the_engine_checks_refused(engine):
+    """Past TARGET_MAX_THREADS (1024) a thread could not be checked for quiescence: arming is
+    refused with that reason, never done with threads left untraced."""
+    table = targets.analyzed("many_threads", [100, 50, 300])
+    cmd = [table.binary.path, "1030"]
+    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+        with pytest.raises(eng.SieError, match="more than 1024 threads"):
+            eng.attach(p.pid, table, ["K"])
+        assert_untouched(p.pid, table)
+    finally:
+        p.kill()
+        p.wait()

@@ -1,15 +1,18 @@
 """The engine's checks where values are applied and the process's life under it: values outside
 the plan's range refused by the engine itself, another build refused by its build id, fork
-children running the original code, exec ending the attachment, the text byte-exact after."""
+children running the original code, exec ending the attachment, a reused pid refused at disarm, the
+text byte-exact after."""
 
 from __future__ import annotations
 
+import struct
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 import targets
+from xtune.knobs import table as table_layout
 from xtune.sie import attach as eng
 from xtune.testing import sie_oracle as oracle
 
@@ -101,5 +104,57 @@ def test_exec_ends_the_attachment(engine):
             eng.detach(t.p.pid)
         assert not Path(f"/proc/{att.server}").exists() or eng._servers == {}
         assert not (att.dir / "meta.json").exists(), "the attachment is gone with the engine"
+    finally:
+        t.close()
+
+
+def test_disarm_refuses_a_reused_pid(engine, tmp_path):
+    """The state records the armed process's start time: when the pid names another process, disarm
+    refuses and writes nothing into it (here the start time in the state is made another one)."""
+    table = targets.analyzed("mt_target", [100, 50, 300])
+    knobs = tmp_path / "knobs"  # a knob table whose slot 0 holds K's original: `arm` reads `applied`
+    image = bytearray(table_layout.KNOB_TABLE_SIZE)
+    off = table_layout.HEADER_SIZE + table_layout.OFF_APPLIED
+    image[off : off + 8] = struct.pack("<q", 100)
+    knobs.write_bytes(bytes(image))
+    plan, state = tmp_path / "K.plan", tmp_path / "K.state"
+    plan.write_text(eng.plan_text(table, ["K"], str(knobs)))
+    files = ["--plan", str(plan), "--state", str(state)]
+    t = oracle.Target(Path(table.binary.path))
+    try:
+        t.ask([1])
+        subprocess.run([str(engine), "arm", "--pid", str(t.p.pid), *files], check=True, capture_output=True)
+        assert not eng.spans_hold_original(t.p.pid, table)
+        armed = state.read_text()
+        start = int(armed.split(" start ")[1])
+        state.write_text(armed.replace(f" start {start}", f" start {start + 1}"))
+        r = subprocess.run([str(engine), "disarm", *files], capture_output=True, text=True)
+        assert r.returncode == 1 and f"pid {t.p.pid} is another process now" in r.stderr, r.stderr
+        assert not eng.spans_hold_original(t.p.pid, table), "nothing written into the other process"
+        state.write_text(armed)
+        subprocess.run([str(engine), "disarm", *files], check=True, capture_output=True)
+        assert eng.spans_hold_original(t.p.pid, table)
+        assert t.ask([3000]) == [oracle.worker_answer(3000, 100)] and t.p.poll() is None
+    finally:
+        t.close()
+
+
+def test_disarm_waits_for_a_signal_handler_that_interrupted_a_trampoline(engine):
+    """A thread interrupted inside a trampoline runs its signal handler with the trampoline's
+    address saved on its stack: disarm must count it as inside (the stack scan covers the
+    trampolines) and unmap only once it returned, else the return from the handler faults."""
+    table = targets.analyzed("signal_target", [100, 50, 300])
+    t = oracle.Target(Path(table.binary.path))
+    try:
+        assert t.ask([3000]) == [oracle.worker_answer(3000, 100)]
+        eng.attach(t.p.pid, table, ["K"])
+        eng.set_value(t.p.pid, "K", 250)
+        assert t.p.stdout is not None
+        assert t.p.stdout.readline().strip() == "hit"  # the handler now stays 300 ms
+        eng.detach(t.p.pid)
+        assert eng.spans_hold_original(t.p.pid, table)
+        time.sleep(0.5)
+        assert t.ask([3000]) == [oracle.worker_answer(3000, 100)]
+        assert t.p.poll() is None, f"the target died: {t.p.returncode}"
     finally:
         t.close()
