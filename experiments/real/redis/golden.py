@@ -10,8 +10,27 @@ from __future__ import annotations
 import hashlib
 import socket
 
-SIZES = [0, 1, 100, 2047, 2048, 4095, 4096, 8191, 8193, 16383, 16384, 16385, 24577, 32767, 32768,
-         40000, 70000, 300000, 1 << 20]
+SIZES = [
+    0,
+    1,
+    100,
+    2047,
+    2048,
+    4095,
+    4096,
+    8191,
+    8193,
+    16383,
+    16384,
+    16385,
+    24577,
+    32767,
+    32768,
+    40000,
+    70000,
+    300000,
+    1 << 20,
+]
 
 
 def encode(cmd: list[bytes]) -> bytes:
@@ -63,12 +82,23 @@ def commands() -> list[list[bytes]]:
     cmds: list[list[bytes]] = [[b"FLUSHALL"]]
     for i, n in enumerate(SIZES):
         k = b"k%d" % i
-        cmds += [[b"SET", k, value(n, i)], [b"APPEND", k, b"x" * i], [b"STRLEN", k],
-                 [b"GETRANGE", k, b"%d" % (n // 2), b"%d" % (n // 2 + 40)], [b"RPUSH", b"list", value(n % 5000, i)],
-                 [b"HSET", b"h", k, value(n % 3000, -i)], [b"INCRBY", b"count", b"%d" % n]]
-    cmds += [[b"MGET", *(b"k%d" % i for i in range(len(SIZES)))], [b"LRANGE", b"list", b"0", b"-1"],
-             [b"HLEN", b"h"], [b"HMGET", b"h", *(b"k%d" % i for i in range(len(SIZES)))],  # HGETALL's order is
-             [b"GET", b"count"], [b"DEBUG", b"DIGEST"]]  # the process's random hash seed's
+        cmds += [
+            [b"SET", k, value(n, i)],
+            [b"APPEND", k, b"x" * i],
+            [b"STRLEN", k],
+            [b"GETRANGE", k, b"%d" % (n // 2), b"%d" % (n // 2 + 40)],
+            [b"RPUSH", b"list", value(n % 5000, i)],
+            [b"HSET", b"h", k, value(n % 3000, -i)],
+            [b"INCRBY", b"count", b"%d" % n],
+        ]
+    cmds += [
+        [b"MGET", *(b"k%d" % i for i in range(len(SIZES)))],
+        [b"LRANGE", b"list", b"0", b"-1"],
+        [b"HLEN", b"h"],
+        [b"HMGET", b"h", *(b"k%d" % i for i in range(len(SIZES)))],  # HGETALL's order is
+        [b"GET", b"count"],
+        [b"DEBUG", b"DIGEST"],
+    ]  # the process's random hash seed's
     return cmds
 
 

@@ -22,12 +22,23 @@ class Server:
         self.port = free_port()
         workdir.mkdir(parents=True, exist_ok=True)
         self.log = workdir / f"redis-{self.port}.log"
-        argv = [str(binary), "--port", str(self.port), "--dir", str(workdir), "--logfile", str(self.log), *ARGS]
+        argv = [
+            str(binary),
+            "--port",
+            str(self.port),
+            "--dir",
+            str(workdir),
+            "--logfile",
+            str(self.log),
+            *ARGS,
+        ]
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
         while True:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"{binary} exited with {self.proc.returncode}: {self.log.read_text()[-500:]}")
+                raise RuntimeError(
+                    f"{binary} exited with {self.proc.returncode}: {self.log.read_text()[-500:]}"
+                )
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
                     s.sendall(b"PING\r\n")
@@ -50,7 +61,11 @@ class Server:
 def benchmark(port: int, args: list[str]) -> float:
     """Requests per second that redis-benchmark reports (its --csv line)."""
     r = subprocess.run(
-        ["redis-benchmark", "-p", str(port), "--csv", *args], capture_output=True, text=True, timeout=600, check=True
+        ["redis-benchmark", "-p", str(port), "--csv", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
     )
     row = r.stdout.strip().splitlines()[-1].split(",")
     return float(row[1].strip('"'))
