@@ -67,12 +67,15 @@ def test_engine_refuses_another_build(engine, tmp_path):
         t.close()
 
 
-def test_fork_child_runs_original_code(engine):
+@pytest.mark.parametrize("int3", [False, True], ids=["jump", "int3"])
+def test_fork_child_runs_original_code(engine, int3):
+    """A forking server: each child gets the original bytes back (with the int3 fallback a child
+    left with a breakpoint and no tracer would die of SIGTRAP)."""
     table = fork_target()
     t = oracle.LineTarget(table.binary.path)
     try:
         t.ask("1")
-        eng.attach(t.p.pid, table, ["K"])
+        eng.attach(t.p.pid, table, ["K"], force_int3=int3)
         eng.set_value(t.p.pid, "K", 250)
         for _ in range(20):
             assert t.ask("f 3000") == oracle.worker_answer(3000, 100), "a fork child runs unpatched"

@@ -158,6 +158,31 @@ def test_xrtd_and_engine_killed_undo_fails_refused(tmp_path, bin_dir):
         t.close()
 
 
+def test_xrtd_leftover_of_a_reused_pid_removed(tmp_path, bin_dir):
+    """Files a dead engine left for a pid that names another process now (another start time) are
+    removed without touching the process, whose knob registers and works as usual."""
+    table, plan = _plan(tmp_path)
+    t = oracle.Target(Path(table.binary.path))
+    x = Xrtd(tmp_path)
+    left = x.state_dir / "sie-user"
+    left.mkdir(parents=True)
+    (left / f"{t.p.pid}.7.plan").write_text(plan.read_text())
+    state = f"pid {t.p.pid} bias 0 tramp 10000 1000 knobs 0 0 server 0 start 1\n"
+    (left / f"{t.p.pid}.7.state").write_text(state)
+    x.start()
+    try:
+        t.ask([1])
+        knob = x.client().register("K", "sie-user", f"{t.p.pid}:{plan}", min=1, max=5000)
+        assert knob["applied"] == 100
+        assert not list(left.glob(f"{t.p.pid}.7.*")), "the other process's leftovers are removed"
+        assert eng.spans_hold_original(t.p.pid, table)
+        x.client().set("K", 250)
+        assert t.ask([3000]) == [oracle.worker_answer(3000, 250)]
+    finally:
+        x.cleanup()
+        t.close()
+
+
 def test_xrtd_sie_user_allow_list_and_targets(tmp_path, bin_dir):
     """--allow sie-user:GLOB names the executables xrtd may retune; a plan of several perf-consts
     needs the knob's one named (<pid>:<plan>#<CONST>), once."""
