@@ -48,6 +48,8 @@ struct sie_engine {
 	struct sie_user *users[SIE_MAX_CONSTS]; /* the knobs on it, by const */
 	pid_t engine;				/* `xsie-user run` while armed, else 0 */
 	int sock;				/* its control stream */
+	char rbuf[XRTD_ERR_LEN];		/* what it sent past the last line read */
+	size_t rlen;
 	struct sie_engine *next;
 };
 
@@ -59,21 +61,32 @@ struct sie_user {
 
 static struct sie_engine *engines;
 
-/* One reply line from the engine into `line`; -1 on end of stream or timeout. */
+/*
+ * One reply line from the engine into `line`; -1 on end of stream or timeout. Read in blocks, not
+ * byte by byte: each change waits for this reply, and a poll and a read per byte cost tens of
+ * microseconds per answer. A line longer than the buffer is cut there.
+ */
 static int engine_line(struct sie_engine *e, char *line, size_t len)
 {
-	size_t n = 0;
+	char *nl;
+	size_t n;
 
-	while (n < len - 1) {
+	while (!(nl = memchr(e->rbuf, '\n', e->rlen)) && e->rlen < sizeof(e->rbuf)) {
 		struct pollfd pfd = {.fd = e->sock, .events = POLLIN};
+		ssize_t got;
 
-		if (poll(&pfd, 1, ENGINE_REPLY_MS) <= 0 || read(e->sock, line + n, 1) != 1)
+		if (poll(&pfd, 1, ENGINE_REPLY_MS) <= 0)
 			return -1;
-		if (line[n] == '\n')
-			break;
-		n++;
+		got = read(e->sock, e->rbuf + e->rlen, sizeof(e->rbuf) - e->rlen);
+		if (got <= 0)
+			return -1;
+		e->rlen += (size_t)got;
 	}
-	line[n] = 0;
+	n = nl ? (size_t)(nl - e->rbuf) : e->rlen;
+	snprintf(line, len, "%.*s", (int)n, e->rbuf);
+	n = nl ? n + 1 : n;
+	memmove(e->rbuf, e->rbuf + n, e->rlen - n);
+	e->rlen -= n;
 	return 0;
 }
 
@@ -123,6 +136,7 @@ static int engine_start(struct sie_engine *e, char err[XRTD_ERR_LEN])
 	}
 	close(sv[1]);
 	e->sock = sv[0];
+	e->rlen = 0;
 	if (e->engine < 0) {
 		close(e->sock);
 		e->engine = 0;
