@@ -146,6 +146,25 @@ class EveryK:
         return self.held
 
 
+class Alternate:
+    """A policy that changes the value every `every` frames: a fixed stream of changes for timing
+    window close -> applied under the schedule's load, independent of what a tree would choose."""
+
+    class model:
+        features = ["frame"]
+
+    reason = "alternate"
+
+    def __init__(self, a: int, b: int, every: int) -> None:
+        self.a, self.b, self.every, self.n = a, b, every, 0
+        self.inputs = [0.0]
+
+    def decide(self, values: dict[str, float], empty: Container[str] = ()) -> dict[str, int]:
+        self.n += 1
+        self.inputs = [float(self.n)]
+        return {KNOB: self.b if (self.n // self.every) % 2 else self.a}
+
+
 def ci95(xs: list[float]) -> list[float]:
     if len(xs) < 2:
         return [xs[0], xs[0]] if xs else [math.nan, math.nan]
@@ -217,6 +236,7 @@ def main() -> None:
                 finally:
                     reader.close()
                     actuator.close(restore=True)
+            out["tick_to_effect_by_scheduling"] = scheduling_probe(binary, server.pid, plan, port, work, reps)
         out["text_restored"] = eng.spans_hold_original(server.pid, table)
     finally:
         server.kill()
@@ -236,6 +256,7 @@ def main() -> None:
             "tick_to_effect_us",
             "tick_to_decision_us",
             "decision_to_applied_us",
+            "tick_to_effect_by_scheduling",
             "loop",
         )
         print(json.dumps({k: out.get(k) for k in keys}))
@@ -419,6 +440,61 @@ def _pcts(xs: list[float]) -> dict:
         return {"p50": None, "p99": None, "n": 0}
     xs = sorted(xs)
     return {"p50": xs[len(xs) // 2], "p99": xs[min(len(xs) - 1, int(len(xs) * 0.99))], "n": len(xs)}
+
+
+def scheduling_probe(binary: Path, pid: int, plan: Path, port: int, work: Path, reps: int) -> dict:
+    """Window close -> applied for a stream of changes (8 <-> 16 every 37 windows) under the
+    schedule's load, with the path's tasks (xobserve's window loop, the frame pump, xrtd's watcher
+    and the SIE engine it starts) on short slices (the default) or SCHED_FIFO (`--rt-priority`),
+    interleaved: the tree's own runs change the value too rarely for a tail."""
+    pairs: dict[str, list[tuple[float, float]]] = {"default": [], "rt": []}
+    metrics = Metrics("bench-adaptive-sched")
+    for rep in range(max(2, (reps + 1) // 2)):
+        for mode in ("default", "rt") if rep % 2 == 0 else ("rt", "default"):
+            with Services(
+                ["func"], funcs=probes(binary), window_ms=1, rt_priority=1 if mode == "rt" else 0
+            ) as svc:
+                vars_ = {"PID": str(pid), "PLAN": str(plan), "SHM": svc.signals_shm}
+                actuator = Actuator(svc.xrtd_socket, load_text(SLO, "bench.yaml", vars_).knobs)
+                reader = ShmFrameReader(svc.signals_shm, spin_s=0.0)
+                try:
+                    actuator.apply({KNOB: 16}, f"scheduling probe: {mode}")
+                    rec = work / f"sched-{mode}-{rep}.xtrec"
+                    recorder = RecordingWriter(rec)
+                    watch = AppliedWatch(actuator)
+                    pump = FramePump(
+                        reader,
+                        1_000_000,
+                        metrics,
+                        recorder,
+                        Alternate(16, 8, 37),
+                        actuator,  # type: ignore[arg-type]
+                        rt_priority=1 if mode == "rt" else 0,
+                    )
+                    reader.skip_to_latest()
+                    watch.start()
+                    pump.start()
+                    try:
+                        loadgen(port, SCHEDULE)
+                    finally:
+                        pump.stop()
+                        watch.stop.set()
+                        watch.join()
+                        recorder.close()
+                    if pump.sched_note:
+                        raise SystemExit(f"scheduling probe ({mode}): the frame pump's {pump.sched_note}")
+                    pairs[mode] += _tick_to_effect(rec, watch.seen, 16)
+                finally:
+                    reader.close()
+                    actuator.close(restore=True)
+    return {
+        mode: {
+            "tick_to_effect_us": _pcts([a + b for a, b in ps]),
+            "tick_to_decision_us": _pcts([a for a, _ in ps]),
+            "decision_to_applied_us": _pcts([b for _, b in ps]),
+        }
+        for mode, ps in pairs.items()
+    }
 
 
 def summarize(runs: dict[str, list[dict]], grid: list[int], reps: int) -> dict:

@@ -1,5 +1,6 @@
 """The frame pump wakes for every frame on the tick -> effect path: its thread runs with a short
-scheduler slice and a 1 us timer slack, and keeps a real-time policy its caller chose."""
+scheduler slice and a 1 us timer slack, or SCHED_FIFO when asked, and keeps a real-time policy its
+caller chose."""
 
 from __future__ import annotations
 
@@ -37,6 +38,21 @@ def test_pump_thread_gets_a_short_slice():
     finally:
         pump.stop()
     assert pump.error is None
+
+
+def test_pump_thread_fifo_on_request():
+    pump = FramePump(IdleReader(), 1_000_000, Metrics("pump-fifo"), rt_priority=1)  # type: ignore[arg-type]
+    pump.start()
+    try:
+        deadline = time.monotonic() + 5
+        while pump.native_id is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.05)
+        assert pump.sched_note is None
+        assert os.sched_getscheduler(pump.native_id) == os.SCHED_FIFO
+        assert os.sched_getscheduler(0) == os.SCHED_OTHER, "only the pump thread"
+    finally:
+        pump.stop()
 
 
 def test_real_time_policy_is_kept():

@@ -33,13 +33,22 @@ class _SchedAttr(ctypes.Structure):
     ]
 
 
-def prompt_wakeups(slice_us: int = SLICE_MIN_US) -> str | None:
-    """Give the calling thread a short slice and a 1 us timer slack; None, or why not (the thread
-    then keeps the default scheduling, which is correct, only slower to wake on a busy host)."""
+def prompt_wakeups(slice_us: int = SLICE_MIN_US, fifo_priority: int = 0) -> str | None:
+    """Give the calling thread a short slice (or SCHED_FIFO at `fifo_priority` > 0, as the daemons'
+    --rt-priority) and a 1 us timer slack; None, or why not (the thread then keeps the default
+    scheduling, which is correct, only slower to wake on a busy host)."""
     if not SLICE_MIN_US <= slice_us <= SLICE_MAX_US:
         raise ValueError(f"slice_us {slice_us}: wants {SLICE_MIN_US}..{SLICE_MAX_US}")
+    if not 0 <= fifo_priority <= 99:
+        raise ValueError(f"fifo_priority {fifo_priority}: wants 0..99")
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_TIMERSLACK, ctypes.c_ulong(1000), 0, 0, 0)
+    if fifo_priority:
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(fifo_priority))
+        except OSError as e:
+            return f"SCHED_FIFO {fifo_priority}: {e.strerror}"
+        return None
     nr = _SYS_SCHED_SETATTR.get(platform.machine())
     if nr is None:
         return f"no sched_setattr number known for {platform.machine()}"

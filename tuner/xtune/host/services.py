@@ -33,6 +33,7 @@ class Services:
     window_ms: int = 10
     observe: bool = True  # False: xrtd alone (a job whose windows come from a benchmark's output)
     allow: list[str] = field(default_factory=list)  # xrtd --allow BACKEND:GLOB (replaces its defaults)
+    rt_priority: int = 0  # SCHED_FIFO for xrtd's watcher and xobserve's window loop, 0 = short slices
     tag: str = field(default_factory=lambda: f"xtune-{os.getpid()}-{os.urandom(3).hex()}")
     dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="xtune-svc-")))
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
@@ -80,7 +81,8 @@ class Services:
         xrtd = self._spawn(
             "xrtd",
             ["--socket", self.xrtd_socket, "--state-dir", str(self.dir / "state"), "--shm", self.knobs_shm]
-            + [arg for rule in self.allow for arg in ("--allow", rule)],
+            + [arg for rule in self.allow for arg in ("--allow", rule)]
+            + self._rt_args(),
         )
         self._wait_for(Path(self.xrtd_socket), xrtd, "xrtd")
         if not self.observe:
@@ -89,8 +91,11 @@ class Services:
         args += ["--shm", self.signals_shm, "--zmq", f"tcp://127.0.0.1:{free_port()}"]
         for f in self.funcs:
             args += ["--func", f]
-        xobserve = self._spawn("xobserve", args)
+        xobserve = self._spawn("xobserve", args + self._rt_args())
         self._wait_for(Path("/dev/shm") / self.signals_shm, xobserve, "xobserve")
+
+    def _rt_args(self) -> list[str]:
+        return ["--rt-priority", str(self.rt_priority)] if self.rt_priority else []
 
     def log(self, name: str) -> str:
         return (self.dir / f"{name}.log").read_text(errors="replace")

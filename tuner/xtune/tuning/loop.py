@@ -49,8 +49,10 @@ class FramePump(threading.Thread):
         recorder: RecordingWriter | None = None,
         tree: TreePolicy | None = None,
         actuator: Actuator | None = None,
+        rt_priority: int = 0,
     ) -> None:
         super().__init__(name="xtune-frames", daemon=True)
+        self.rt_priority = rt_priority  # SCHED_FIFO for the pump thread, 0 = a short slice
         self.reader = reader
         self.agg = WindowAggregator(window_ns)
         self.windows: queue.Queue[Window] = queue.Queue()
@@ -128,7 +130,7 @@ class FramePump(threading.Thread):
 
     def _run(self) -> None:
         # Each frame is a wake-up on the tick -> effect path; None or why the default stays.
-        self.sched_note = prompt_wakeups()
+        self.sched_note = prompt_wakeups(fifo_priority=self.rt_priority)
         m, exp = self.metrics, self.metrics.experiment
         frames_total = m.frames.labels(exp)
         gaps_total = m.frame_gaps.labels(exp)
