@@ -1,13 +1,14 @@
-"""Debian 12's redis-server retuned live: PROTO_IOBUF_LEN (the client read path's buffer size).
+"""Debian 12's redis-server retuned live: PROTO_IOBUF_LEN (the client read path's buffer size) and
+PROTO_REPLY_CHUNK_BYTES (the reply buffer), each as networking.c sees it.
 
-In one run: build the stock server from the Debian source package (experiments/real/redis), analyze
-the constant (the table is written to experiments/real/redis/iobuf.scope.json; the whole-program
-variant, every unit rebuilt, is analyzed too and its refusals recorded), start the stock binary,
-attach through a private xrtd (`xtune sie attach`), and for each value V' (some no analysis build
-used) set it live and check that the golden workload (experiments/real/redis/golden.py) answers
-exactly as the server rebuilt with V' does; then redis-benchmark throughput of the retuned server
-and of the rebuilt one, interleaved, over repetitions with 95 % CIs. Run under
-`flock /tmp/xtune-heavy.lock` (builds and timing).
+In one run, per constant: build the stock server from the Debian source package
+(experiments/real/redis), analyze the constant afresh (the builds are cached; the table is compared
+with the committed one; the whole-program variant, every unit rebuilt, is analyzed for its
+refusals), start the stock binary, attach through a private xrtd (`xtune sie attach`), and for
+each value V' (some no analysis build used) set it live and check that the golden workload
+(experiments/real/redis/golden.py) answers exactly as the server rebuilt with V' does; then
+redis-benchmark throughput of the retuned server and of the rebuilt one, interleaved, over
+repetitions with 95 % CIs. Run under `flock /tmp/xtune-heavy.lock` (builds and timing).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import os
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,7 +32,6 @@ from resultfile import write_result  # noqa: E402
 from xtune.sie import scope  # noqa: E402
 from xtune.sie.analyze import analyze  # noqa: E402
 from xtune.sie.elfcode import file_build_id  # noqa: E402
-from xtune.sie.spec import load_spec  # noqa: E402
 from xtune.testing.stats import mean_ci95  # noqa: E402
 from xtune.testing.xrtd import Xrtd  # noqa: E402
 
@@ -41,13 +42,28 @@ SOURCES = [
     "runtime/sie",
     "runtime/xrtd",
 ]
-CONST = "PROTO_IOBUF_LEN"
-STOCK = 16384
-# Values set live: 4096 and 12000 were built by no analysis or validation build.
-VALUES = [STOCK, 4096, 32768, 12000, 2048]
 REPS = int(os.environ.get("XTUNE_REDIS_REPS", "3"))
-# Pipelined 4 KiB SETs from 4 clients: each read brings many commands, so the read size matters.
-LOAD = f"-t set -n {os.environ.get('XTUNE_REDIS_REQUESTS', '100000')} -P 32 -d 4096 -c 4".split()
+N = int(os.environ.get("XTUNE_REDIS_REQUESTS", "100000"))
+
+
+@dataclass
+class Case:
+    spec: str  # experiments/real/redis/<spec>.toml
+    const: str
+    stock: int
+    values: list[int]  # set live in this order (the stock value first); some no analysis build used
+    load: list[str]  # redis-benchmark arguments; the last CSV row is the figure
+    whole: str = ""  # the spec with every unit rebuilt, analyzed for its refusals
+
+
+CASES = [
+    # Pipelined 4 KiB SETs from 4 clients: each read brings many commands, so the read size matters.
+    Case("iobuf", "PROTO_IOBUF_LEN", 16384, [16384, 4096, 32768, 12000, 2048],
+         f"-t set -n {N} -P 32 -d 4096 -c 4".split(), whole="iobuf-global"),
+    # 16 KiB GET replies, pipelined: the reply buffer and the reply list's node size.
+    Case("reply", "PROTO_REPLY_CHUNK_BYTES", 16384, [16384, 4096, 65536, 12000, 2048],
+         f"-t set,get -n {N // 2} -P 16 -d 16384 -c 4".split()),
+]  # fmt: skip
 
 
 def refusals(table) -> list[dict[str, str]]:
@@ -67,18 +83,17 @@ def same_spans(a, b) -> bool:
     return key(a) == key(b)
 
 
-def analysis(stock: Path, out_dir: Path) -> tuple[dict, Path]:
+def analysis(case: Case, stock: Path, out_dir: Path) -> tuple[dict, Path]:
     """The scope table analyzed afresh (the builds are cached) and written to `out_dir`, and what
     it found; the whole-program variant's refusals too."""
     t0 = time.monotonic()
-    table = analyze(live.spec())
+    table = analyze(live.spec(case.spec))
     seconds = time.monotonic() - t0
-    path = out_dir / "iobuf.scope.json"
+    path = out_dir / f"{case.spec}.scope.json"
     path.write_text(table.to_json())
     c = table.consts[0]
     if table.binary.build_id != file_build_id(stock):
         raise RuntimeError("the analysis' stock-value build is not the stock binary (another build id)")
-    whole = analyze(load_spec(HERE / "iobuf-global.toml"))
     out = {
         "binary_build_id": table.binary.build_id,
         "spans": [
@@ -92,6 +107,7 @@ def analysis(stock: Path, out_dir: Path) -> tuple[dict, Path]:
             }
             for s in c.spans
         ],
+        "span_count": len(c.spans),
         "int3_spans": sum(s.patch == "int3" for s in c.spans),
         "refusals": refusals(table),
         "tunable": c.tunable,
@@ -99,33 +115,34 @@ def analysis(stock: Path, out_dir: Path) -> tuple[dict, Path]:
         "analysis_values": c.values,
         "notes": table.notes,
         "seconds_with_cached_builds": round(seconds, 1),
-        "same_as_committed_table": same_spans(table, scope.load(live.SCOPE)),
-        "whole_program": {
-            "tunable": whole.consts[0].tunable,
-            "refusals": refusals(whole),
-            "notes": whole.notes,
-        },
+        "same_as_committed_table": same_spans(table, scope.load(live.scope_path(case.spec))),
     }
+    if case.whole:
+        whole = analyze(live.spec(case.whole))
+        out["whole_program"] = {"tunable": whole.consts[0].tunable, "refusals": refusals(whole)}
     return out, path
 
 
-def main() -> None:
-    stock = live.stock_binary()
-    work = Path(tempfile.mkdtemp(prefix="xtune-redis-"))
-    found, table = analysis(stock, work)
-    rebuilt = {v: live.rebuilt(v) for v in VALUES}
+def retune(case: Case, stock: Path, work: Path) -> dict:
+    """The stock server attached through xrtd and set to each value: the golden workload against
+    the rebuilt server, then throughput of both interleaved."""
+    work.mkdir(parents=True)
+    found, table = analysis(case, stock, work)
+    if not found["tunable"]:
+        return {"stock_value": case.stock, "analysis": found}
+    rebuilt = {v: live.rebuilt(case.spec, v) for v in case.values}
     env = {**os.environ, "XTUNE_SIE_STATE": str(work / "sie")}
     x = Xrtd(work).start()
     sie = server.Server(stock, work / "sie-server")
     cli = live.SieCli(sie.pid, x.socket, env)
     checks: dict[str, dict] = {}
-    rps: dict[str, dict[str, list[float]]] = {str(v): {"sie": [], "rebuilt": []} for v in VALUES}
+    rps: dict[str, dict[str, list[float]]] = {str(v): {"sie": [], "rebuilt": []} for v in case.values}
     try:
         before = golden.run(sie.port)
         cli.attach(table)
-        for v in VALUES:
+        for v in case.values:
             t0 = time.monotonic()
-            cli.set(CONST, v)
+            cli.set(case.const, v)
             set_ms = (time.monotonic() - t0) * 1e3
             got = golden.run(sie.port)
             ref = server.Server(rebuilt[v], work / f"rebuilt-{v}")
@@ -142,53 +159,64 @@ def main() -> None:
             }
         for rep in range(REPS):
             # Rotate the order so that no value always runs first (warm-up, other tenants' load).
-            order = VALUES[rep % len(VALUES) :] + VALUES[: rep % len(VALUES)]
+            order = case.values[rep % len(case.values) :] + case.values[: rep % len(case.values)]
             for v in order:
-                cli.set(CONST, v)
-                rps[str(v)]["sie"].append(server.benchmark(sie.port, LOAD))
+                cli.set(case.const, v)
+                rps[str(v)]["sie"].append(server.benchmark(sie.port, case.load))
                 ref = server.Server(rebuilt[v], work / f"rebuilt-{v}")
                 try:
-                    rps[str(v)]["rebuilt"].append(server.benchmark(ref.port, LOAD))
+                    rps[str(v)]["rebuilt"].append(server.benchmark(ref.port, case.load))
                 finally:
                     ref.stop()
         status = json.loads(cli.status())
         cli.detach()
         after = golden.run(sie.port)
-        detached_rps = [server.benchmark(sie.port, LOAD) for _ in range(REPS)]
+        detached_rps = [server.benchmark(sie.port, case.load) for _ in range(REPS)]
     finally:
         sie.stop()
         x.cleanup()
-    stock_rps = mean_ci95(rps[str(STOCK)]["rebuilt"])["mean"]
-    throughput = {
-        v: {
-            kind: {**mean_ci95(xs), "samples": xs, "over_stock": round(mean_ci95(xs)["mean"] / stock_rps, 3)}
-            for kind, xs in r.items()
-        }
-        for v, r in rps.items()
-    }
-    result = {
-        "program": "redis-server 7.0.15, Debian 12 source package 5:7.0.15-1~deb12u7, the package's flags",
-        "constant": CONST,
-        "stock_value": STOCK,
-        "machine": "2 shared cores, Linux Firecracker VM; SIE and rebuilt servers interleaved in one run",
+    stock_rps = mean_ci95(rps[str(case.stock)]["rebuilt"])["mean"]
+    throughput = {}
+    for v, r in rps.items():
+        stats = {kind: {**mean_ci95(xs), "samples": xs} for kind, xs in r.items()}
+        for kind in stats:
+            stats[kind]["over_stock"] = round(stats[kind]["mean"] / stock_rps, 3)
+        stats["sie_over_rebuilt"] = round(stats["sie"]["mean"] / stats["rebuilt"]["mean"], 3)
+        throughput[v] = stats
+    return {
+        "stock_value": case.stock,
         "analysis": found,
         "golden": {
             "all_equal": all(c["equal"] for c in checks.values()),
+            "checked": len(checks),
+            "equal": sum(c["equal"] for c in checks.values()),
             "values": checks,
             "stock_before_attach": before,
             "after_detach_equals_before": after == before,
         },
         "throughput": {
-            "load": "redis-benchmark " + " ".join(LOAD),
+            "load": "redis-benchmark " + " ".join(case.load),
             "repetitions": REPS,
             "rps": throughput,
             "stock_after_detach": {**mean_ci95(detached_rps), "samples": detached_rps},
         },
         "final_status": status,
     }
+
+
+def main() -> None:
+    stock = live.stock_binary()
+    work = Path(tempfile.mkdtemp(prefix="xtune-redis-"))
+    consts = {c.const: retune(c, stock, work / c.spec) for c in CASES}
+    result = {
+        "program": "redis-server 7.0.15, Debian 12 source package 5:7.0.15-1~deb12u7, the package's flags",
+        "machine": "2 shared cores, Linux Firecracker VM; SIE and rebuilt servers interleaved in one run",
+        "consts": consts,
+    }
     write_result("real_redis", result, SOURCES)
-    print(json.dumps({k: v for k, v in result.items() if k != "golden"}, indent=1))
-    print("golden all equal:", result["golden"]["all_equal"])
+    for name, c in consts.items():
+        print(name, json.dumps({k: v for k, v in c.items() if k != "golden"}, indent=1))
+        print(name, "golden all equal:", c.get("golden", {}).get("all_equal"))
 
 
 if __name__ == "__main__":

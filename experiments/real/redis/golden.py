@@ -3,7 +3,8 @@
 Values straddle the read sizes a PROTO_IOBUF_LEN change moves (one byte below, at and above
 2/4/8/16/32 KiB, bulk arguments of redis's big-argument path, a 1 MiB one), sent as one pipeline
 (many reads per call) and one command at a time; `CLIENT INFO` on a fresh connection reports the
-query buffer the read path allocated, which depends on the value itself."""
+query buffer the read path allocated and the reply buffer (PROTO_REPLY_CHUNK_BYTES), which depend
+on the values themselves."""
 
 from __future__ import annotations
 
@@ -103,11 +104,11 @@ def commands() -> list[list[bytes]]:
 
 
 def client_info(port: int) -> dict[str, str]:
-    """qbuf and qbuf-free of a fresh connection whose first read is one small command."""
+    """The query and reply buffers of a fresh connection whose first read is one small command."""
     with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
         (reply,) = ask(s, encode([b"CLIENT", b"INFO"]), 1)
     fields = dict(f.split("=", 1) for f in reply.split(b"\r\n")[1].decode().split() if "=" in f)
-    return {k: fields[k] for k in ("qbuf", "qbuf-free")}
+    return {k: fields[k] for k in ("qbuf", "qbuf-free", "rbs")}
 
 
 def run(port: int) -> dict[str, object]:

@@ -10,12 +10,17 @@ from xtune.sie.spec import Spec, load_spec
 from xtune.sie.variants import build_one
 
 HERE = Path(__file__).resolve().parent
-SCOPE = HERE / "iobuf.scope.json"
 XTUNE = str(Path(sys.executable).parent / "xtune")
 
 
-def spec() -> Spec:
-    return load_spec(HERE / "iobuf.toml")
+def spec(name: str) -> Spec:
+    """The spec `NAME.toml` here (iobuf, reply)."""
+    return load_spec(HERE / f"{name}.toml")
+
+
+def scope_path(name: str) -> Path:
+    """The committed scope table of spec `name`."""
+    return HERE / f"{name}.scope.json"
 
 
 def stock_binary() -> Path:
@@ -24,10 +29,10 @@ def stock_binary() -> Path:
     return Path(out.strip().splitlines()[-1])
 
 
-def rebuilt(value: int) -> Path:
-    """The server rebuilt with the constant at `value`, as the analysis builds it (cached)."""
+def rebuilt(name: str, value: int) -> Path:
+    """The server rebuilt with spec `name`'s constant at `value`, as the analysis builds it (cached)."""
     stock_binary()
-    return build_one(spec(), value)
+    return build_one(spec(name), value)
 
 
 class SieCli:
@@ -47,7 +52,7 @@ class SieCli:
             raise RuntimeError(f"xtune sie {' '.join(args)}: {r.stderr.strip()}")
         return r
 
-    def attach(self, scope: Path = SCOPE) -> None:
+    def attach(self, scope: Path) -> None:
         self.run("attach", "--scope", str(scope))
 
     def set(self, name: str, value: int, ok: bool = True) -> subprocess.CompletedProcess[str]:

@@ -26,10 +26,10 @@ UNSEEN = 4096  # no analysis or validation build used it
 
 def test_live_retune_equals_rebuild(tmp_path):
     stock = live.stock_binary()
-    table = scope.load(live.SCOPE)
+    table = scope.load(live.scope_path("iobuf"))
     assert table.binary.build_id == file_build_id(stock), "the committed scope table is of another build"
     high = table.consts[0].max_value
-    ref = server.Server(live.rebuilt(UNSEEN), tmp_path / "rebuilt")
+    ref = server.Server(live.rebuilt("iobuf", UNSEEN), tmp_path / "rebuilt")
     try:
         want = golden.run(ref.port)
     finally:
@@ -40,7 +40,7 @@ def test_live_retune_equals_rebuild(tmp_path):
         before = golden.run(sie.port)
         assert before["client_info"] != want["client_info"], "the golden workload must see the value"
         cli = live.SieCli(sie.pid, x.socket, {**os.environ, "XTUNE_SIE_STATE": str(tmp_path / "state")})
-        cli.attach()
+        cli.attach(live.scope_path("iobuf"))
         cli.set(CONST, UNSEEN)
         assert golden.run(sie.port) == want
         r = cli.set(CONST, high * 2, ok=False)
