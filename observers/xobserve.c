@@ -42,6 +42,8 @@ struct settings {
 	uint64_t window_ns;
 	double duration_s;
 	const char *zmq_endpoint, *shm_name, *record_path;
+	const char *zmq_curve_dir, *zmq_keygen_dir;
+	bool zmq_insecure;
 	uint32_t shm_slots;
 	int rt_priority;
 	unsigned slice_us;
@@ -60,6 +62,10 @@ static const char usage_text[] =
 	"  --shm NAME             ring /dev/shm/NAME (default xtune.signals)\n"
 	"  --shm-slots N          ring slots, a power of two (default 1024)\n"
 	"  --zmq-hwm N            messages queued per ZeroMQ subscriber, then drops (10000)\n"
+	"  --zmq-curve DIR        ZeroMQ with CURVE: server.key from DIR, clients whose\n"
+	"                         public keys are in DIR/authorized_clients\n"
+	"  --zmq-insecure         allow --zmq on a non-loopback address without CURVE\n"
+	"  --zmq-keygen DIR       create the missing CURVE keys in DIR (0600), then exit\n"
 	"  --record FILE          append the catalog and every frame to a recording\n"
 	"  --rt-priority N        close windows as SCHED_FIFO N (1..99), memory locked\n"
 	"  --slice-us N           else the window loop's scheduler slice, 100..100000 us,\n"
@@ -148,6 +154,9 @@ static void parse_args(int argc, char **argv, struct settings *s)
 		{"shm-slots", required_argument, 0, 'S'},
 		{"record", required_argument, 0, 'r'},
 		{"zmq-hwm", required_argument, 0, 'H'},
+		{"zmq-curve", required_argument, 0, 'C'},
+		{"zmq-insecure", no_argument, 0, 'I'},
+		{"zmq-keygen", required_argument, 0, 'K'},
 		{"pid", required_argument, 0, 'p'},
 		{"comm", required_argument, 0, 'c'},
 		{"func", required_argument, 0, 'F'},
@@ -222,6 +231,15 @@ static void parse_args(int argc, char **argv, struct settings *s)
 			break;
 		case 'H':
 			s->zmq_hwm = parse_number("--zmq-hwm", optarg, 1, 1 << 24);
+			break;
+		case 'C':
+			s->zmq_curve_dir = optarg;
+			break;
+		case 'I':
+			s->zmq_insecure = true;
+			break;
+		case 'K':
+			s->zmq_keygen_dir = optarg;
 			break;
 		case 'R':
 			s->rt_priority = parse_number("--rt-priority", optarg, 1, 99);
@@ -401,7 +419,7 @@ static int open_outputs(const struct settings *s)
 {
 	if (s->shm_name && xt_ring_open(s->shm_name, s->shm_slots, s->window_ns))
 		return -1;
-	if (s->zmq_endpoint && xt_zmq_open(s->zmq_endpoint, s->zmq_hwm))
+	if (s->zmq_endpoint && xt_zmq_open(s->zmq_endpoint, s->zmq_hwm, s->zmq_curve_dir))
 		return -1;
 	if (s->record_path && xt_rec_open(s->record_path))
 		return -1;
@@ -513,10 +531,18 @@ int main(int argc, char **argv)
 	size_t i;
 
 	parse_args(argc, argv, &s);
+	if (s.zmq_keygen_dir)
+		return xt_keys_generate(s.zmq_keygen_dir) ? 1 : 0;
 	if (!s.once && !s.list) {
 		s.zmq_endpoint = s.zmq_endpoint ?: "tcp://127.0.0.1:5557";
 		s.shm_name = s.shm_name ?: "xtune.signals";
 	}
+	/* Local by default: frames leave the host in clear only when asked for by name. */
+	if (s.zmq_endpoint && !s.zmq_curve_dir && !s.zmq_insecure &&
+	    !xt_zmq_endpoint_is_loopback(s.zmq_endpoint))
+		die_usage("--zmq %s is not a loopback address: give --zmq-curve DIR "
+			  "(authenticated and encrypted) or --zmq-insecure (frames in clear)",
+			  s.zmq_endpoint);
 	if (geteuid() != 0) {
 		fprintf(stderr, "xobserve: must run as root (loading BPF programs and opening "
 				"perf events need CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN)\n");
