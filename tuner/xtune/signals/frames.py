@@ -18,7 +18,9 @@ Public API
     Raises `FrameError` naming what is wrong (magic, version, size). Ids the catalog does not know
     are named "#<id>".
 `ShmFrameReader(name="xtune.signals")` and `ZmqFrameReader(endpoint="tcp://127.0.0.1:5557",
-context=None)` (a pyzmq context; the process-wide one by default)
+context=None, curve=None)` (a pyzmq context, the process-wide one by default; `curve`: a
+`ClientKeys` from `xtune.signals.curve` for a publisher started with `--zmq-curve`, and then
+`poll` raises `CurveError` naming the likely cause when the handshake fails)
     Same interface (`FrameReader`):
       - `poll(timeout=None) -> Frame | None`: the next frame in sequence order, or None when
         `timeout` seconds passed without one (None waits forever).
@@ -54,6 +56,8 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+from xtune.signals.curve import ClientKeys, HandshakeWatch
 
 FRAME_MAGIC = 0x52465458  # "XTFR"
 FRAME_VERSION = 1
@@ -424,7 +428,11 @@ class ZmqFrameReader(FrameReader):
     """Subscriber to xobserve's ZeroMQ PUB socket (topics "frame" and "catalog")."""
 
     def __init__(
-        self, endpoint: str = "tcp://127.0.0.1:5557", max_pending: int = 4096, context: Any = None
+        self,
+        endpoint: str = "tcp://127.0.0.1:5557",
+        max_pending: int = 4096,
+        context: Any = None,
+        curve: ClientKeys | None = None,
     ) -> None:
         import zmq
 
@@ -436,6 +444,14 @@ class ZmqFrameReader(FrameReader):
         self._sock.setsockopt(zmq.RCVHWM, 100000)
         self._sock.setsockopt(zmq.SUBSCRIBE, TOPIC_CATALOG)
         self._sock.setsockopt(zmq.SUBSCRIBE, TOPIC_FRAME)
+        self._poller = zmq.Poller()
+        self._poller.register(self._sock, zmq.POLLIN)
+        self._watch: HandshakeWatch | None = None
+        if curve is not None:
+            curve.apply(self._sock)
+            # Before connecting: a refused key is said once, and never retried.
+            self._watch = HandshakeWatch(self._sock, endpoint, curve)
+            self._poller.register(self._watch.monitor, zmq.POLLIN)
         self._sock.connect(endpoint)
         self._pending: deque[bytes] = deque()
         self._max_pending = max_pending
@@ -448,7 +464,11 @@ class ZmqFrameReader(FrameReader):
                 self._account(frame)
                 return frame
             wait_ms = -1 if deadline is None else max(0, int((deadline - time.monotonic()) * 1000))
-            if not self._sock.poll(wait_ms):
+            ready = dict(self._poller.poll(wait_ms))
+            if self._watch is not None and self._watch.monitor in ready:
+                self._watch.check()  # raises CurveError when the handshake failed
+                continue
+            if self._sock not in ready:
                 return None
             topic, payload = self._sock.recv_multipart(copy=True)
             if topic == TOPIC_CATALOG:
@@ -459,6 +479,9 @@ class ZmqFrameReader(FrameReader):
                     self._pending.append(payload)
 
     def close(self) -> None:
+        if self._watch is not None:
+            self._sock.disable_monitor()
+            self._watch.close()
         self._sock.close(linger=0)
 
 
