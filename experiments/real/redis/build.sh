@@ -4,7 +4,7 @@
 #   build.sh                     the stock tree, once (prints the path of its redis-server)
 #   build.sh HEADER OUT          redis-server with HEADER as src/server.h, every unit rebuilt
 #   build.sh HEADER OUT UNIT.c   only UNIT.c compiled with HEADER, the other objects stock
-# Variants are built in a scratch copy of the stock tree with the same relative paths, so a variant
+# Variants are built in a copy of the stock tree seen at the stock tree's own path, so a variant
 # whose HEADER equals the stock header is byte-identical to the stock binary (same build id).
 # No locking here: callers take /tmp/xtune-heavy.lock around the whole analysis or build.
 set -eu
@@ -24,6 +24,11 @@ redis_make() {  # $1: the tree to build in; the rest: make arguments
     CFLAGS="$(flags CFLAGS)" CPPFLAGS="$(flags CPPFLAGS)" LDFLAGS="$(flags LDFLAGS)" BUILD_TLS=yes \
         nice -n 10 make -C "$dir/src" -s V=1 USE_SYSTEM_JEMALLOC=yes USE_SYSTEMD=yes USE_JEMALLOC=yes "$@" >/dev/null
 }
+
+DEPS="libjemalloc-dev liblzf-dev libsystemd-dev libssl-dev pkg-config"
+# shellcheck disable=SC2086
+dpkg-query -W $DEPS >/dev/null 2>&1 || {
+    echo "build: redis's build dependencies are missing: apt-get install $DEPS" >&2; exit 1; }
 
 if [ "${1:-}" = --in-tree ]; then  # inside the namespace of a variant build
     redis_make "$2" redis-server
