@@ -12,7 +12,8 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 TREE="$("$HERE/fetch.sh")"
 # mkreleasehdr.sh would take the enclosing repository's HEAD as redis's git sha: hide it.
 export GIT_DIR=/nonexistent
-export SOURCE_DATE_EPOCH="$(dpkg-parsechangelog -l "$TREE/debian/changelog" -STimestamp)"
+SOURCE_DATE_EPOCH="$(dpkg-parsechangelog -l "$TREE/debian/changelog" -STimestamp)"
+export SOURCE_DATE_EPOCH
 
 redis_make() {  # $1: the tree to build in; the rest: make arguments
     dir="$1"; shift
@@ -52,6 +53,7 @@ fi
 # Build at the stock tree's own path (the copy bind-mounted over src/ in a private mount
 # namespace): paths in the debug info and the build id come out as in the stock build, and
 # variants can build side by side.
+# shellcheck disable=SC2016  # the inner shell expands its own arguments
 unshare --mount --propagation private sh -c '
     mount --bind "$1/src" "$2/src" && "$3" --in-tree "$2"' sh "$W" "$TREE" "$0"
 cp "$W/src/redis-server" "$OUT"
