@@ -109,6 +109,7 @@ void xt_zmq_close(void);
 #define XT_MAX_CLIENT_KEYS 256
 int xt_key_read(const char *dir, const char *name, bool secret, char z85[XT_Z85_KEY_LEN + 1]);
 int xt_keys_authorized(const char *dir, uint8_t (*keys)[32], int max); /* count, or -1 */
+int xt_keys_check(const char *dir); /* what xt_zmq_open will read, before any BPF is loaded */
 int xt_keys_generate(const char *dir);
 int xt_zap_start(void *ctx, const char *dir);
 void xt_zap_stop(void);

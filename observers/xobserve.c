@@ -543,6 +543,8 @@ int main(int argc, char **argv)
 		die_usage("--zmq %s is not a loopback address: give --zmq-curve DIR "
 			  "(authenticated and encrypted) or --zmq-insecure (frames in clear)",
 			  s.zmq_endpoint);
+	if (s.zmq_endpoint && s.zmq_curve_dir && xt_keys_check(s.zmq_curve_dir))
+		return 1;
 	if (geteuid() != 0) {
 		fprintf(stderr, "xobserve: must run as root (loading BPF programs and opening "
 				"perf events need CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN)\n");

@@ -102,6 +102,16 @@ int xt_keys_authorized(const char *dir, uint8_t (*keys)[32], int max)
 	return n;
 }
 
+int xt_keys_check(const char *dir)
+{
+	uint8_t keys[XT_MAX_CLIENT_KEYS][32];
+	char secret[XT_Z85_KEY_LEN + 1];
+
+	if (xt_key_read(dir, "server.key", true, secret))
+		return -1;
+	return xt_keys_authorized(dir, keys, XT_MAX_CLIENT_KEYS) < 0 ? -1 : 0;
+}
+
 /* Written under a temporary name, then renamed: a reader never sees half a key. */
 static int write_text(const char *dir, const char *name, const char *text, int flags)
 {
