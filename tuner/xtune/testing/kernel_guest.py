@@ -18,6 +18,7 @@ KMOD = paths.ROOT / "kmod"
 HEAVY_LOCK = "/tmp/xtune-heavy.lock"
 # BLK values: 2*V must stay below 128 or gcc switches to a 16-bit add (a different code shape).
 VALUES = {"BLK_MAX_REQUEST_COUNT": [32, 8, 48]}
+CRASH = re.compile(r"Oops|BUG:|WARNING:|general protection|kernel panic")
 
 
 def kernel_env() -> str:
@@ -63,9 +64,12 @@ def run_script(
             ]
         )
         text = console.read_text(errors="replace")
-    (paths.BUILD / "kmod" / f"last-{Path(script).name}-console.log").write_text(text)
+    kept = paths.BUILD / "kmod" / f"last-{Path(script).name}-console.log"
+    kept.write_text(text)
+    # A guest whose kernel oopsed measured nothing trustworthy, even if it finished.
+    crash = CRASH.search(text)
+    if crash:
+        raise RuntimeError(f"guest {script}: kernel trouble ({crash[0]!r}); console in {kept}")
     if run.returncode:
-        raise RuntimeError(
-            f"guest {script} did not finish; console in build/kmod/last-{Path(script).name}-console.log"
-        )
+        raise RuntimeError(f"guest {script} did not finish; console in {kept}")
     return text, {m.group(1): int(m.group(2)) for m in re.finditer(r"^XSIE-METRIC (\S+) (-?\d+)", text, re.M)}
