@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 import zmq
+from xtune import paths
 from xtune.host.services import free_port
 from xtune.signals.curve import ClientKeys, CurveError
 from xtune.signals.frames import ShmFrameReader, ZmqFrameReader
 
+XTUNE = str(paths.ROOT / ".venv" / "bin" / "xtune")
 KEY_FILES = ["authorized_clients", "client.key", "client.pub", "server.key", "server.pub"]
 
 
@@ -118,3 +120,22 @@ def test_non_loopback_in_clear_is_refused(xobserve, host):
     assert r.returncode == 2
     assert "is not a loopback address: give --zmq-curve DIR" in r.stderr
     assert "--zmq-insecure" in r.stderr
+
+
+def test_xtune_observe_with_curve(start_observer, keys, xobserve, tmp_path):
+    obs = start_observer("--families", "sched", "--window-ms", "2", "--zmq-curve", str(keys))
+    stranger = tmp_path / "stranger"
+    assert keygen(xobserve, stranger).returncode == 0
+    (stranger / "server.pub").write_text((keys / "server.pub").read_text())
+
+    def observe(curve: Path) -> subprocess.CompletedProcess[str]:
+        cmd = [XTUNE, "observe", "--zmq", obs.zmq, "--zmq-curve", str(curve), "--once", "--match", "sched."]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+
+    ok = observe(keys)
+    assert ok.returncode == 0, ok.stderr
+    assert "sched.switches" in ok.stdout
+    refused = observe(stranger)
+    assert refused.returncode == 1
+    assert "refused this subscriber's CURVE key" in refused.stderr
+    assert "Traceback" not in refused.stderr

@@ -12,6 +12,7 @@ from rich.live import Live
 from rich.table import Table
 
 from xtune import paths
+from xtune.signals.curve import ClientKeys, CurveError
 from xtune.signals.frames import (
     FRAME_REPLAYED,
     Catalog,
@@ -32,6 +33,10 @@ console = Console()
 
 ZmqOpt = Annotated[str | None, typer.Option("--zmq", help="read from this ZeroMQ endpoint")]
 ShmOpt = Annotated[str | None, typer.Option("--shm", help="read from /dev/shm/NAME (the default source)")]
+CurveOpt = Annotated[
+    Path | None,
+    typer.Option("--zmq-curve", help="with --zmq: CURVE keys in DIR (client.key, client.pub, server.pub)"),
+]
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
@@ -39,13 +44,26 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
-def open_reader(zmq: str | None, shm: str | None) -> FrameReader:
-    """The frame source the options name: ZeroMQ if --zmq, else the shared-memory ring."""
+def open_reader(zmq: str | None, shm: str | None, zmq_curve: Path | None = None) -> FrameReader:
+    """The frame source the options name: ZeroMQ if --zmq (with CURVE if --zmq-curve), else the
+    shared-memory ring."""
     if zmq and shm:
         raise _fail("give --zmq or --shm, not both")
+    if zmq_curve and not zmq:
+        raise _fail("--zmq-curve goes with --zmq ENDPOINT")
     try:
-        return ZmqFrameReader(zmq) if zmq else ShmFrameReader(shm or paths.SIGNALS_SHM)
-    except (FileNotFoundError, FrameError) as e:
+        if zmq:
+            return ZmqFrameReader(zmq, curve=ClientKeys.load(zmq_curve) if zmq_curve else None)
+        return ShmFrameReader(shm or paths.SIGNALS_SHM)
+    except (CurveError, FileNotFoundError, FrameError) as e:
+        raise _fail(str(e), 1) from e
+
+
+def _poll(reader: FrameReader, timeout: float | None) -> Frame | None:
+    """reader.poll, with a refused CURVE handshake as a clear error instead of a traceback."""
+    try:
+        return reader.poll(timeout)
+    except CurveError as e:
         raise _fail(str(e), 1) from e
 
 
@@ -72,13 +90,14 @@ def _table(frame: Frame, reader: FrameReader, match: str) -> Table:
 def observe(
     zmq: ZmqOpt = None,
     shm: ShmOpt = None,
+    zmq_curve: CurveOpt = None,
     match: Annotated[str, typer.Option(help="only signals whose name starts with this")] = "",
     refresh: Annotated[float, typer.Option(help="seconds between screen updates")] = 0.5,
     once: Annotated[bool, typer.Option(help="print one frame's table and exit")] = False,
 ) -> None:
     """Show the live signals of a running xobserve in the terminal."""
-    with open_reader(zmq, shm) as reader:
-        frame = reader.poll(5.0)
+    with open_reader(zmq, shm, zmq_curve) as reader:
+        frame = _poll(reader, 5.0)
         if frame is None:
             raise _fail("no frame within 5 s: is xobserve running?", 1)
         if once:
@@ -87,7 +106,7 @@ def observe(
         last = 0.0
         with Live(_table(frame, reader, match), console=console, auto_refresh=False) as live:
             try:
-                for frame in reader:
+                while (frame := _poll(reader, None)) is not None:
                     if time.monotonic() - last >= refresh:
                         live.update(_table(frame, reader, match), refresh=True)
                         last = time.monotonic()
@@ -100,6 +119,7 @@ def record(
     path: Annotated[Path, typer.Argument(help="recording file (appended to if it exists)")],
     zmq: ZmqOpt = None,
     shm: ShmOpt = None,
+    zmq_curve: CurveOpt = None,
     duration: Annotated[float | None, typer.Option(help="stop after this many seconds")] = None,
     frames: Annotated[int | None, typer.Option(help="stop after this many frames")] = None,
     idle: Annotated[float, typer.Option(help="stop after this many seconds without a frame")] = 0.0,
@@ -111,7 +131,7 @@ def record(
         raise _fail(str(e)) from e
     deadline = time.monotonic() + duration if duration else None
     count = 0
-    with writer, open_reader(zmq, shm) as reader:
+    with writer, open_reader(zmq, shm, zmq_curve) as reader:
         try:
             while frames is None or count < frames:
                 left = None if deadline is None else deadline - time.monotonic()
@@ -119,7 +139,7 @@ def record(
                     break
                 wait = min(x for x in (left, idle or None, 0.5) if x is not None)
                 started = time.monotonic()
-                frame = reader.poll(wait)
+                frame = _poll(reader, wait)
                 if frame is None:
                     if idle and count and time.monotonic() - started >= idle:
                         break
