@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Which binary a process runs: the GNU build id of /proc/PID/exe, compared with the plan's; for a
+ * Which binary a process runs: the GNU build id of /proc/PID/exe, compared with the plan's (the
+ * SHA-256 of the file when the plan has no build id: a binary linked without one); for a
  * plan of a shared library, the one mapping of a file with the plan's build id, found in
  * /proc/PID/maps (its offset-0 mapping gives the load address).
  */
@@ -184,7 +185,7 @@ int sie_find_library(pid_t pid, const struct sie_plan *p, uint64_t *bias, char e
 
 int sie_check_identity(pid_t pid, const struct sie_plan *p, uint64_t bias, char err[SIE_ERR_LEN])
 {
-	char path[64], id[129];
+	char path[64], id[129], sha[65] = "", file[SIE_PATH_LEN];
 	int fd, rc;
 
 	if (p->library[0]) {
@@ -203,8 +204,14 @@ int sie_check_identity(pid_t pid, const struct sie_plan *p, uint64_t bias, char 
 		}
 		return 0;
 	}
-	if (!p->build_id[0])
-		return 0;
+	if (!p->build_id[0] && !p->sha256[0]) {
+		snprintf(err, SIE_ERR_LEN,
+			 "refused: the plan names neither the build id nor the SHA-256 of its "
+			 "binary, so which build pid %d runs cannot be checked (write the plan "
+			 "with `xtune sie` from the analysis of that binary)",
+			 pid);
+		return -1;
+	}
 	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
@@ -212,16 +219,34 @@ int sie_check_identity(pid_t pid, const struct sie_plan *p, uint64_t bias, char 
 		return -1;
 	}
 	rc = read_build_id(fd, id, sizeof(id));
+	/*
+	 * The build id when the plan has one: it names the build and survives strip, which
+	 * changes the file's hash. Without one (linked with --build-id=none) the whole file is
+	 * the identity: hashed at each arm (not at each set), with the threads stopped.
+	 */
+	if (!rc && !p->build_id[0] && sie_sha256_fd(fd, sha))
+		rc = -1;
 	close(fd);
 	if (rc) {
 		snprintf(err, SIE_ERR_LEN, "pid %d: %s is not a readable ELF64 file", pid, path);
 		return -1;
 	}
-	if (strcmp(id, p->build_id)) {
+	if (p->build_id[0] && strcmp(id, p->build_id)) {
 		snprintf(err, SIE_ERR_LEN,
 			 "refused: pid %d runs a binary with build id %s, the plan was made for %s "
 			 "(another build: analyze the running binary)",
 			 pid, id[0] ? id : "(none)", p->build_id);
+		return -1;
+	}
+	if (!p->build_id[0] && strcmp(sha, p->sha256)) {
+		ssize_t n = readlink(path, file, sizeof(file) - 1);
+
+		file[n > 0 ? n : 0] = 0;
+		snprintf(err, SIE_ERR_LEN,
+			 "refused: pid %d runs %.200s (no build id) with SHA-256 %s, the plan "
+			 "was made for a file with SHA-256 %s (another build: analyze the "
+			 "running binary)",
+			 pid, file[0] ? file : path, sha, p->sha256);
 		return -1;
 	}
 	return 0;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * Plan and state files: one record per line, space-separated, hex for bytes and addresses.
- * Plan lines: "knobs PATH SIZE", "load_vaddr VADDR", "binary BUILD_ID SHA256",
+ * Plan lines: "knobs PATH SIZE", "load_vaddr VADDR", "binary BUILD_ID SHA256" (either "-" when
+ * unknown: a binary linked without a build id is identified by the SHA-256 of its file),
  * "library NAME" (the spans are in this shared library, found by the binary line's build id),
  * "const NAME ORIGINAL [MIN MAX MULTIPLE_OF POW2]" (MIN/MAX "-" when not validated), "span ...",
  * "returns_in_safe N" (how many return addresses lie inside the safe spans; unknown if absent).
@@ -167,10 +168,16 @@ int sie_plan_read(const char *path, struct sie_plan *p, char err[SIE_ERR_LEN])
 		} else if (!strncmp(line, "load_vaddr ", 11)) {
 			p->load_vaddr = strtoull(line + 11, NULL, 16);
 		} else if (!strncmp(line, "binary ", 7)) {
-			if (sscanf(line, "binary %128s", p->build_id) != 1)
+			int n = sscanf(line, "binary %128s %64s", p->build_id, p->sha256);
+
+			if (n < 1 || (n == 2 && strcmp(p->sha256, "-") &&
+				      (strlen(p->sha256) != 64 ||
+				       strspn(p->sha256, "0123456789abcdef") != 64)))
 				goto bad;
 			if (!strcmp(p->build_id, "-"))
 				p->build_id[0] = 0;
+			if (!strcmp(p->sha256, "-"))
+				p->sha256[0] = 0;
 		} else if (!strncmp(line, "library ", 8)) {
 			if (sscanf(line, "library %255s", p->library) != 1)
 				goto bad;

@@ -65,6 +65,7 @@ struct sie_plan {
 	uint64_t knobs_size;
 	uint64_t load_vaddr;
 	char build_id[129]; /* hex NT_GNU_BUILD_ID of the binary, "" when not given */
+	char sha256[65];    /* hex SHA-256 of its whole file, "" when not given */
 	/*
 	 * A shared library's name (soname or file name), "" for the main executable. Its spans are
 	 * relative to the load address of the one mapped file with `build_id` (required then).
@@ -144,8 +145,9 @@ int sie_run(pid_t pid, struct sie_plan *p, const struct sie_opts *o, struct sie_
 /* Refuse `value` for perf-const `c` when outside the plan's range or constraints. */
 int sie_value_check(const struct sie_const *c, int64_t value, char err[SIE_ERR_LEN]);
 /*
- * Refuse when the running binary's build id differs from the plan's; for a library plan, when
- * the library with the plan's build id is no longer loaded at `bias`.
+ * Refuse when the running binary is not the plan's: its build id differs from the plan's, or, for
+ * a plan without one, the SHA-256 of the file it mapped does; for a library plan, when the library
+ * with the plan's build id is no longer loaded at `bias`.
  */
 int sie_check_identity(pid_t pid, const struct sie_plan *p, uint64_t bias, char err[SIE_ERR_LEN]);
 /*
@@ -154,6 +156,9 @@ int sie_check_identity(pid_t pid, const struct sie_plan *p, uint64_t bias, char 
  * that name has another build id, or when two are.
  */
 int sie_find_library(pid_t pid, const struct sie_plan *p, uint64_t *bias, char err[SIE_ERR_LEN]);
+
+/* The hex SHA-256 of the whole file open at `fd` (read from offset 0); -1 on a read error. */
+int sie_sha256_fd(int fd, char out[65]);
 
 /* One line of /proc/PID/maps; `name` is "" for an anonymous mapping. */
 struct sie_mapping {

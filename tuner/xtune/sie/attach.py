@@ -42,8 +42,8 @@ def plan_text(
     `applied` there, use it, and no plan written here is for them (`run` owns the values)."""
     wanted = set(names)
     lines = [f"knobs {knobs_path} {KNOB_TABLE_SIZE:x}", f"load_vaddr {table.binary.load_vaddr:x}"]
-    if table.binary.build_id:
-        lines.append(f"binary {table.binary.build_id} {table.binary.sha256}")
+    # Always: a binary linked without a build id is identified by its file's SHA-256.
+    lines.append(f"binary {table.binary.build_id or '-'} {table.binary.sha256 or '-'}")
     if table.binary.library:
         if not table.binary.build_id:
             raise SieError(f"{table.binary.library}: a shared library without a build id cannot be found")
