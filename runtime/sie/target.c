@@ -251,9 +251,14 @@ int target_resume(struct target *t, int busy_only)
 
 int target_stop(struct target *t, int busy_only, char err[SIE_ERR_LEN])
 {
-	int live = 0;
+	/*
+	 * Threads a clone event adds meanwhile (while a creator's stop is waited for) are stopped
+	 * already and their stop consumed: an INTERRUPT would never be reported, and waiting for
+	 * one would hang the engine with the whole process stopped.
+	 */
+	int live = 0, n = t->nthreads;
 
-	for (int i = 0; i < t->nthreads; i++) {
+	for (int i = 0; i < n; i++) {
 		struct thread *th = &t->threads[i];
 
 		if (th->gone)
