@@ -419,8 +419,19 @@ static int map_knobs(struct target *t, const struct sie_plan *p, struct sie_stat
 		snprintf(err, SIE_ERR_LEN, "pid %d: cannot write to its stack", t->pid);
 		return -1;
 	}
-	fd = target_syscall(t, SYS_openat, AT_FDCWD, (long)where, O_RDONLY | O_CLOEXEC, 0, 0, 0,
-			    err);
+	/*
+	 * O_NOFOLLOW: the table itself, never what a link put in its place names (the open runs
+	 * with the target's credentials, inside its mount namespace).
+	 */
+	fd = target_syscall(t, SYS_openat, AT_FDCWD, (long)where, O_RDONLY | O_CLOEXEC | O_NOFOLLOW,
+			    0, 0, 0, err);
+	if (fd == -ELOOP) {
+		snprintf(err, SIE_ERR_LEN,
+			 "refused: the knob table %s is a symbolic link (pid %d would map what it "
+			 "names): give the plan the table's own path",
+			 p->knobs, t->pid);
+		return -1;
+	}
 	if (fd < 0) {
 		snprintf(err, SIE_ERR_LEN, "pid %d cannot open the knob table %s: %s", t->pid,
 			 p->knobs, strerror((int)-fd));

@@ -1,7 +1,7 @@
 """The engine's checks where values are applied and the process's life under it: values outside
-the plan's range refused by the engine itself, another build refused by its build id, fork
-children running the original code, exec ending the attachment, a reused pid refused at disarm, the
-text byte-exact after."""
+the plan's range refused by the engine itself, another build refused by its build id, a knob table
+behind a symbolic link refused, fork children running the original code, exec ending the
+attachment, a reused pid refused at disarm, the text byte-exact after."""
 
 from __future__ import annotations
 
@@ -111,15 +111,49 @@ def test_exec_ends_the_attachment(engine):
         t.close()
 
 
+def knob_table(path: Path) -> Path:
+    """A knob table whose slot 0 holds K's original (100): `arm` alone reads `applied` there."""
+    image = bytearray(table_layout.KNOB_TABLE_SIZE)
+    off = table_layout.HEADER_SIZE + table_layout.OFF_APPLIED
+    image[off : off + 8] = struct.pack("<q", 100)
+    path.write_bytes(bytes(image))
+    return path
+
+
+def test_knob_table_behind_a_symbolic_link_refused(engine, tmp_path):
+    """The engine opens the knob table inside the target with O_NOFOLLOW: a link in its place is
+    refused with the reason, nothing mapped or patched; the table's own path arms."""
+    table = targets.analyzed("mt_target", [100, 50, 300])
+    knobs = knob_table(tmp_path / "knobs")
+    link = tmp_path / "knobs.link"
+    link.symlink_to(knobs)
+    plan, state = tmp_path / "K.plan", tmp_path / "K.state"
+    files = ["--plan", str(plan), "--state", str(state)]
+    t = oracle.Target(Path(table.binary.path))
+    try:
+        t.ask([1])
+        maps = Path(f"/proc/{t.p.pid}/maps").read_text()
+        plan.write_text(eng.plan_text(table, ["K"], str(link)))
+        arm = [str(engine), "arm", "--pid", str(t.p.pid), *files]
+        r = subprocess.run(arm, capture_output=True, text=True)
+        assert r.returncode == 1 and f"knob table {link} is a symbolic link" in r.stderr, r.stderr
+        assert eng.spans_hold_original(t.p.pid, table)
+        assert Path(f"/proc/{t.p.pid}/maps").read_text() == maps, "nothing left mapped"
+        plan.write_text(eng.plan_text(table, ["K"], str(knobs)))
+        subprocess.run(arm, check=True, capture_output=True)
+        assert not eng.spans_hold_original(t.p.pid, table)
+        subprocess.run([str(engine), "disarm", *files], check=True, capture_output=True)
+        assert eng.spans_hold_original(t.p.pid, table)
+        assert t.ask([3000]) == [oracle.worker_answer(3000, 100)] and t.p.poll() is None
+    finally:
+        t.close()
+
+
 def test_disarm_refuses_a_reused_pid(engine, tmp_path):
     """The state records the armed process's start time: when the pid names another process, disarm
     refuses and writes nothing into it (here the start time in the state is made another one)."""
     table = targets.analyzed("mt_target", [100, 50, 300])
-    knobs = tmp_path / "knobs"  # a knob table whose slot 0 holds K's original: `arm` reads `applied`
-    image = bytearray(table_layout.KNOB_TABLE_SIZE)
-    off = table_layout.HEADER_SIZE + table_layout.OFF_APPLIED
-    image[off : off + 8] = struct.pack("<q", 100)
-    knobs.write_bytes(bytes(image))
+    knobs = knob_table(tmp_path / "knobs")
     plan, state = tmp_path / "K.plan", tmp_path / "K.state"
     plan.write_text(eng.plan_text(table, ["K"], str(knobs)))
     files = ["--plan", str(plan), "--state", str(state)]
