@@ -228,9 +228,7 @@ def main() -> None:
                     SLO, "bench.yaml", {"PID": str(server.pid), "PLAN": str(plan), "SHM": svc.signals_shm}
                 )
                 actuator = Actuator(svc.xrtd_socket, slo.knobs)
-                # No spinning around a frame's due time: on 2 shared cores the spin's CPU delays the
-                # server more than a timer wake-up delays the frame.
-                reader = ShmFrameReader(svc.signals_shm, spin_s=0.0)
+                reader = ShmFrameReader(svc.signals_shm)
                 try:
                     out.update(evaluate(actuator, reader, port, grid, reps, sweep_s, work))
                 finally:
@@ -456,7 +454,7 @@ def scheduling_probe(binary: Path, pid: int, plan: Path, port: int, work: Path, 
             ) as svc:
                 vars_ = {"PID": str(pid), "PLAN": str(plan), "SHM": svc.signals_shm}
                 actuator = Actuator(svc.xrtd_socket, load_text(SLO, "bench.yaml", vars_).knobs)
-                reader = ShmFrameReader(svc.signals_shm, spin_s=0.0)
+                reader = ShmFrameReader(svc.signals_shm)
                 try:
                     actuator.apply({KNOB: 16}, f"scheduling probe: {mode}")
                     rec = work / f"sched-{mode}-{rep}.xtrec"

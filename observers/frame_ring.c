@@ -2,10 +2,13 @@
 /* Producer side of the shared-memory frame ring (layout in xtune/signal.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "observer.h"
@@ -98,6 +101,9 @@ void xt_ring_publish(const void *frame, size_t len)
 	slot->size = len;
 	__atomic_store_n(&slot->lock, 2 * h->seq, __ATOMIC_RELEASE);
 	__atomic_store_n(&ring->head, h->seq, __ATOMIC_RELEASE);
+	/* Readers blocked in FUTEX_WAIT on head's low word wake now, not at their next poll: one
+	 * system call a frame, a few hundred ns when nobody waits. */
+	syscall(SYS_futex, (uint32_t *)&ring->head, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
 void xt_ring_set_catalog(const char *json, size_t len)

@@ -63,7 +63,8 @@ struct xt_ring_header {
 	uint16_t header_size;	 /* XT_RING_HEADER_SIZE */
 	uint32_t slot_count;	 /* a power of two */
 	uint32_t slot_size;	 /* bytes per slot, struct xt_ring_slot included */
-	uint64_t head;		 /* seq of the newest complete frame; written after its slot */
+	uint64_t head;		 /* seq of the newest complete frame; written after its slot, then
+				  * FUTEX_WAKE on its low 32 bits (little-endian: its address) */
 	uint64_t catalog_lock;	 /* seqlock over the catalog bytes: odd while rewritten */
 	uint32_t catalog_offset; /* from the start of the mapping */
 	uint32_t catalog_size;	 /* bytes of JSON actually used */

@@ -5,7 +5,14 @@ import subprocess
 import threading
 import time
 
-from xtune.signals.frames import ShmFrameReader, ZmqFrameReader
+from xtune.signals.frames import (
+    Catalog,
+    ShmFrameReader,
+    ShmFrameWriter,
+    SignalInfo,
+    ZmqFrameReader,
+    encode_frame,
+)
 
 
 def test_shm_and_zmq_consumers_see_identical_frames(start_observer):
@@ -138,3 +145,31 @@ def test_a_stalled_zmq_subscriber_costs_counted_drops_not_silent_ones(xobserve, 
         stalled.close(linger=0)
         proc.terminate()
         proc.wait(30)
+
+
+def test_shm_reader_sleeps_until_the_producer_wakes_it():
+    """Between frames the reader sleeps in FUTEX_WAIT on the ring's head (no spinning, no naps):
+    a frame published a second later is returned, and the reader used almost no CPU meanwhile."""
+    catalog = Catalog([SignalInfo(1, "t.x", "n", "gauge", "test")], 1_000_000_000)
+    name = f"xt-test-futex-{os.getpid()}"
+    writer = ShmFrameWriter(name, catalog.to_json())
+    try:
+        writer.publish(encode_frame(1, 0, 1_000_000_000, [(1, 0, 1.0)]))
+        with ShmFrameReader(name) as reader:
+            got: dict[str, object] = {}
+
+            def read() -> None:
+                cpu = time.thread_time()
+                got["frame"] = reader.poll(10)
+                got["cpu"] = time.thread_time() - cpu
+
+            t = threading.Thread(target=read)
+            t.start()
+            time.sleep(1.0)
+            writer.publish(encode_frame(2, 1_000_000_000, 2_000_000_000, [(1, 0, 2.0)]))
+            t.join(10)
+        frame = got["frame"]
+        assert frame is not None and frame.seq == 2 and frame.values == {"t.x": 2.0}  # type: ignore[attr-defined]
+        assert got["cpu"] < 0.05, f"the reader used {got['cpu']:.3f} s of CPU waiting for one frame"
+    finally:
+        writer.close()

@@ -131,8 +131,7 @@ def run_adaptive_phase(out: Path, short: bool, console: Console) -> AdaptivePhas
                 # Before anything is armed: the unmodified process with its compiled value.
                 before = loadgen(server.port, SCHEDULE, series_ms=SERIES_MS)
                 actuator = Actuator(svc.xrtd_socket, slo.knobs)
-                # No spin around a frame's due time: on 2 shared cores it delays the server more.
-                reader = ShmFrameReader(svc.signals_shm, spin_s=0.0)
+                reader = ShmFrameReader(svc.signals_shm)
                 try:
                     model = _train(
                         actuator, reader, server.port, grid, regimes, seconds, settle, work, folder

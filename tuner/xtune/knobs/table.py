@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from xtune import paths
+from xtune import futex, paths
 
 # Layout from knob.h (checked against the header by tests/runtime/test_table_layout.py).
 TABLE_MAGIC = 0x544B5458
@@ -51,9 +51,6 @@ OFF_APPLIED_NS = 480
 
 STATES = ("free", "registered", "applying", "applied", "refused", "failed", "rolled_back")
 BACKENDS = ("none", "sysctl", "sysfs", "bpf", "sie-user", "sie-kernel")
-
-_SYS_FUTEX = 202  # x86_64
-_FUTEX_WAKE = 1
 
 
 class KnobError(RuntimeError):
@@ -99,7 +96,6 @@ class KnobTable:
         # (struct.pack_into with "<" writes byte by byte).
         self._i64 = memoryview(self._mm).cast("q")
         self._u64 = memoryview(self._mm).cast("Q")
-        self._libc = ctypes.CDLL(None, use_errno=True)
 
     def close(self) -> None:
         del self._doorbell
@@ -145,8 +141,7 @@ class KnobTable:
     def ring(self) -> None:
         """Bump the doorbell and wake xrtd's watcher."""
         self._doorbell.value = (self._doorbell.value + 1) & 0xFFFFFFFF
-        addr = ctypes.addressof(self._doorbell)
-        self._libc.syscall(_SYS_FUTEX, ctypes.c_void_p(addr), _FUTEX_WAKE, 1, None, None, 0)
+        futex.wake(ctypes.addressof(self._doorbell))
 
     def read(self, index: int) -> SlotView:
         """Snapshot a slot; retries while xrtd is publishing (odd seq)."""

@@ -34,11 +34,9 @@ context=None, curve=None)` (a pyzmq context, the process-wide one by default; `c
       - `close()`; both are context managers.
     The shm reader starts at the newest frame (`from_start=True` starts at the oldest still in the
     ring); when a new producer replaces the ring under the same name, the reader switches to it
-    (counted in `restarts`); `producer_alive()` says whether a producer is there. It sleeps until
-    `spin_s` seconds before the next frame is due (one window after the last one closed), spins
-    until `spin_s` after, then naps in 50 us steps: delivery latency stays in the tens of
-    microseconds at the cost of about 2 * spin_s of CPU per window. Lower the process's timer
-    slack (prctl PR_SET_TIMERSLACK) for sleeps that end on time.
+    (counted in `restarts`); `producer_alive()` says whether a producer is there. It sleeps in
+    FUTEX_WAIT on the ring's head, which the producer wakes after each frame: a frame is read as
+    soon as it is published, with no CPU spent in between.
 `ShmFrameWriter(name, catalog_json)` and `ZmqFramePublisher(endpoint, catalog_json)`
     The producer side in Python (`publish(frame_bytes)`, `set_catalog`, `close`), as xobserve
     does it in C; `xtune replay` uses them.
@@ -46,6 +44,7 @@ context=None, curve=None)` (a pyzmq context, the process-wide one by default; `c
 
 from __future__ import annotations
 
+import ctypes
 import json
 import mmap
 import os
@@ -57,6 +56,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from xtune import futex
 from xtune.signals.curve import ClientKeys, HandshakeWatch
 
 FRAME_MAGIC = 0x52465458  # "XTFR"
@@ -269,13 +269,13 @@ class FrameReader(ABC):
 class ShmFrameReader(FrameReader):
     """Reader of the single-producer shared-memory frame ring /dev/shm/<name>."""
 
-    def __init__(self, name: str = "xtune.signals", from_start: bool = False, spin_s: float = 0.0001) -> None:
+    def __init__(self, name: str = "xtune.signals", from_start: bool = False) -> None:
         super().__init__()
         self.name = name
         self.path = f"/dev/shm/{name}"
-        self.spin_s = spin_s
         self._due_ns = 0
         self._checked_ns = 0
+        self._page: futex.ReadOnlyPage | None = None
         self._open(from_start)
 
     def _open(self, from_start: bool) -> None:
@@ -294,6 +294,7 @@ class ShmFrameReader(FrameReader):
                 time.sleep(0.005)
             self._inode = os.fstat(fd).st_ino
             self._map = mmap.mmap(fd, 0, prot=mmap.PROT_READ)
+            self._page = futex.ReadOnlyPage(fd)  # the head's address, to wait on
         finally:
             os.close(fd)
         header = _RING_HEADER.unpack_from(self._map)
@@ -318,7 +319,7 @@ class ShmFrameReader(FrameReader):
         except FileNotFoundError:
             return
         if replaced:
-            self._map.close()
+            self._unmap()
             self._open(from_start=True)
             self._last_seq = 0
             self.stats.restarts += 1
@@ -396,9 +397,9 @@ class ShmFrameReader(FrameReader):
     def poll(self, timeout: float | None = None) -> Frame | None:
         start = time.monotonic_ns()
         limit = None if timeout is None else start + int(timeout * 1e9)
-        spin_ns = int(self.spin_s * 1e9)
         while True:
             self._refresh_catalog()
+            head = self.head
             if self.catalog is not None:
                 frame = self._try_read()
                 if frame is not None:
@@ -409,19 +410,25 @@ class ShmFrameReader(FrameReader):
             now = time.monotonic_ns()
             if limit is not None and now >= limit:
                 return None
-            if now > self._due_ns + spin_ns:
+            if now > self._due_ns:
                 self._follow_new_producer()
-            # Sleep until shortly before the next frame is due, spin around it, else nap.
-            wake = self._due_ns - spin_ns
-            if now < wake:
-                # At most 50 ms at a time: a replayed frame's clock may be far from ours.
-                until = min(wake, limit) if limit is not None else wake
-                time.sleep(min(until - now, 50_000_000) / 1e9)
-            elif now > self._due_ns + spin_ns:
-                time.sleep(0.00005)
+            if self.catalog is not None and head >= self._next:
+                continue  # published meanwhile (or an overrun moved _next): read it
+            # Until the producer's wake after its next frame (every producer, xobserve and
+            # ShmFrameWriter, wakes the head); at most 50 ms, to notice a producer replaced by a
+            # new ring under the same name, or a late catalog.
+            wait_ns = 50_000_000 if limit is None else min(limit - now, 50_000_000)
+            assert self._page is not None
+            futex.wait(self._page.addr + _RING_HEAD_OFF, head & 0xFFFFFFFF, wait_ns)
+
+    def _unmap(self) -> None:
+        self._map.close()
+        if self._page is not None:
+            self._page.close()
+            self._page = None
 
     def close(self) -> None:
-        self._map.close()
+        self._unmap()
 
 
 class ZmqFrameReader(FrameReader):
@@ -509,6 +516,8 @@ class ShmFrameWriter:
         )  # fmt: skip
         self.set_catalog(catalog)
         _U32.pack_into(self._map, 0, RING_MAGIC)
+        self._head = ctypes.c_uint32.from_buffer(self._map, _RING_HEAD_OFF)
+        self._head_addr = ctypes.addressof(self._head)
 
     def set_catalog(self, catalog: bytes) -> None:
         lock = _U64.unpack_from(self._map, _RING_CATALOG_LOCK_OFF)[0]
@@ -530,8 +539,10 @@ class ShmFrameWriter:
         _U64.pack_into(self._map, _RING_HEAD_OFF, seq)
         (dropped,) = _U64.unpack_from(frame, 40)
         _U64.pack_into(self._map, _RING_DROPPED_OFF, dropped)
+        futex.wake(self._head_addr, 1 << 30)  # every reader waiting on the head
 
     def close(self, unlink: bool = True) -> None:
+        del self._head  # a buffer export keeps the map from closing
         self._map.close()
         if unlink:
             try:
