@@ -228,7 +228,8 @@ def main() -> None:
                     SLO, "bench.yaml", {"PID": str(server.pid), "PLAN": str(plan), "SHM": svc.signals_shm}
                 )
                 actuator = Actuator(svc.xrtd_socket, slo.knobs)
-                reader = ShmFrameReader(svc.signals_shm)
+                # No spin around a frame's due time: on 2 saturated cores it delays the server more.
+                reader = ShmFrameReader(svc.signals_shm, spin_s=0.0)
                 try:
                     out.update(evaluate(actuator, reader, port, grid, reps, sweep_s, work))
                 finally:
@@ -454,7 +455,8 @@ def scheduling_probe(binary: Path, pid: int, plan: Path, port: int, work: Path, 
             ) as svc:
                 vars_ = {"PID": str(pid), "PLAN": str(plan), "SHM": svc.signals_shm}
                 actuator = Actuator(svc.xrtd_socket, load_text(SLO, "bench.yaml", vars_).knobs)
-                reader = ShmFrameReader(svc.signals_shm)
+                # No spin around a frame's due time: on 2 saturated cores it delays the server more.
+                reader = ShmFrameReader(svc.signals_shm, spin_s=0.0)
                 try:
                     actuator.apply({KNOB: 16}, f"scheduling probe: {mode}")
                     rec = work / f"sched-{mode}-{rep}.xtrec"

@@ -131,7 +131,8 @@ def run_adaptive_phase(out: Path, short: bool, console: Console) -> AdaptivePhas
                 # Before anything is armed: the unmodified process with its compiled value.
                 before = loadgen(server.port, SCHEDULE, series_ms=SERIES_MS)
                 actuator = Actuator(svc.xrtd_socket, slo.knobs)
-                reader = ShmFrameReader(svc.signals_shm)
+                # No spin around a frame's due time: on 2 saturated cores it delays the server more.
+                reader = ShmFrameReader(svc.signals_shm, spin_s=0.0)
                 try:
                     model = _train(
                         actuator, reader, server.port, grid, regimes, seconds, settle, work, folder

@@ -35,8 +35,10 @@ context=None, curve=None)` (a pyzmq context, the process-wide one by default; `c
     The shm reader starts at the newest frame (`from_start=True` starts at the oldest still in the
     ring); when a new producer replaces the ring under the same name, the reader switches to it
     (counted in `restarts`); `producer_alive()` says whether a producer is there. It sleeps in
-    FUTEX_WAIT on the ring's head, which the producer wakes after each frame: a frame is read as
-    soon as it is published, with no CPU spent in between.
+    FUTEX_WAIT on the ring's head, which the producer wakes after each frame, and spins within
+    `spin_s` (default 100 us) of the next frame's due time (one window after the last one closed):
+    in a VM the wake-up of an idle CPU costs tens of microseconds, the spin about 2 * spin_s of CPU
+    per window. On a host whose CPUs are all busy, spin_s=0: the wake-up alone.
 `ShmFrameWriter(name, catalog_json)` and `ZmqFramePublisher(endpoint, catalog_json)`
     The producer side in Python (`publish(frame_bytes)`, `set_catalog`, `close`), as xobserve
     does it in C; `xtune replay` uses them.
@@ -269,10 +271,11 @@ class FrameReader(ABC):
 class ShmFrameReader(FrameReader):
     """Reader of the single-producer shared-memory frame ring /dev/shm/<name>."""
 
-    def __init__(self, name: str = "xtune.signals", from_start: bool = False) -> None:
+    def __init__(self, name: str = "xtune.signals", from_start: bool = False, spin_s: float = 0.0001) -> None:
         super().__init__()
         self.name = name
         self.path = f"/dev/shm/{name}"
+        self.spin_s = spin_s
         self._due_ns = 0
         self._checked_ns = 0
         self._page: futex.ReadOnlyPage | None = None
@@ -414,10 +417,18 @@ class ShmFrameReader(FrameReader):
                 self._follow_new_producer()
             if self.catalog is not None and head >= self._next:
                 continue  # published meanwhile (or an overrun moved _next): read it
-            # Until the producer's wake after its next frame (every producer, xobserve and
-            # ShmFrameWriter, wakes the head); at most 50 ms, to notice a producer replaced by a
-            # new ring under the same name, or a late catalog.
+            # Spin within spin_s of the due time: a futex wake-up of an idle vCPU costs tens of
+            # microseconds in a VM, a spin nothing (with a CPU to spare; on a saturated host the
+            # spin's CPU delays others more, so spin_s=0 there).
+            spin_ns = int(self.spin_s * 1e9)
+            if spin_ns and self._due_ns - spin_ns <= now <= self._due_ns + spin_ns:
+                continue
+            # Else until the producer's wake after its next frame (every producer, xobserve and
+            # ShmFrameWriter, wakes the head), the start of the next spin, or at most 50 ms (to
+            # notice a producer replaced by a new ring under the same name, or a late catalog).
             wait_ns = 50_000_000 if limit is None else min(limit - now, 50_000_000)
+            if spin_ns and now < self._due_ns - spin_ns:
+                wait_ns = min(wait_ns, self._due_ns - spin_ns - now)
             assert self._page is not None
             futex.wait(self._page.addr + _RING_HEAD_OFF, head & 0xFFFFFFFF, wait_ns)
 
