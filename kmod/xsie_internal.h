@@ -62,6 +62,13 @@ struct xsie_group {
 	struct xsie_const *members[XSIE_TXN_MAX];
 	bool in_use;
 	bool counters; /* entry/exit probes placed (global switch, value flips) */
+	/*
+	 * The counters stay placed from arm to disarm: a member reads its value at several spans,
+	 * so later values flip. Placing and removing probes at every flip, in functions the load
+	 * is inside all the time, crashed the 6.1 guest (a single-step from a NULL slot at an exit
+	 * probe); a flip now only turns counting on.
+	 */
+	bool keep_counters;
 	bool monitors; /* kretprobes placed (per-thread mode) */
 };
 

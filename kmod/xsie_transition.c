@@ -17,7 +17,9 @@
  * inside a safe span finishes that execution with the value it entered with. A const with one
  * span needs nothing more (its handler reads the value once per execution); a const with
  * several spans gets a flip, made like the global switch: the new value is pending until a
- * stop_machine() finds no thread inside the transaction's safe spans.
+ * stop_machine() finds no thread inside the transaction's safe spans. The entry/exit probes of
+ * such a transaction are placed at arm and stay until disarm; between transitions they only
+ * test a flag.
  */
 #define pr_fmt(fmt) "xsie: " fmt
 
@@ -218,6 +220,13 @@ static void xsie_counters_remove(struct xsie_group *g)
 	g->counters = false;
 }
 
+/* After a switch: the counters go unless the transaction keeps them for its later flips. */
+static void xsie_counters_release(struct xsie_group *g)
+{
+	if (!g->keep_counters)
+		xsie_counters_remove(g);
+}
+
 #define XSIE_DRAIN_MS 2000
 static void xsie_monitors_unregister(struct xsie_group *g)
 {
@@ -324,6 +333,17 @@ static int xsie_count(struct xsie_group *g)
 	return ret;
 }
 
+/* Whether a member of @g reads its value at several spans (its later values flip). */
+static bool xsie_group_flips(struct xsie_group *g)
+{
+	u32 i;
+
+	for (i = 0; i < g->n; i++)
+		if (g->members[i]->nspans > 1)
+			return true;
+	return false;
+}
+
 static void xsie_members_unregister(struct xsie_group *g, u32 n)
 {
 	while (n--)
@@ -368,6 +388,14 @@ int xsie_group_arm(struct xsie_group *g)
 		if (ret)
 			goto undo_all;
 	}
+	g->keep_counters = xsie_group_flips(g);
+	if (g->keep_counters && !g->counters) {
+		ret = xsie_probes_place(g, true);
+		if (ret) {
+			xsie_monitors_unregister(g);
+			goto undo_all;
+		}
+	}
 	/* The transition starts once every probe is in place. */
 	g->t_start_ns = ktime_get_ns();
 	switch (g->mode) {
@@ -388,7 +416,7 @@ int xsie_group_arm(struct xsie_group *g)
 			goto undo_all;
 		}
 		if (READ_ONCE(g->active))
-			xsie_counters_remove(g);
+			xsie_counters_release(g);
 		break;
 	}
 	return 0;
@@ -439,14 +467,14 @@ int xsie_value_flip(struct xsie_const *c, s64 v)
 	if (ret) {
 		c->flip_pending = false;
 		g->t_done_ns = g->t_start_ns;
-		xsie_counters_remove(g);
+		xsie_counters_release(g);
 		pr_warn("value refused: const %u: the stack of task %d is not reliable after %d "
 			"tries\n",
 			c->id, xsie_unreliable_pid, XSIE_COUNT_TRIES);
 		return -EBUSY;
 	}
 	if (!READ_ONCE(g->counting))
-		xsie_counters_remove(g);
+		xsie_counters_release(g);
 	return 0;
 }
 
@@ -460,6 +488,7 @@ void xsie_group_disarm(struct xsie_group *g)
 
 	WRITE_ONCE(g->active, 0);
 	WRITE_ONCE(g->counting, 0);
+	g->keep_counters = false;
 	xsie_monitors_unregister(g);
 	xsie_members_unregister(g, g->n);
 	xsie_wait_optimizer();
@@ -486,7 +515,7 @@ static void xsie_settle(struct work_struct *work)
 		if (READ_ONCE(g->counting) && atomic_long_read(&g->inside) <= 0)
 			xsie_count(g);
 		if (!READ_ONCE(g->counting) && READ_ONCE(g->active))
-			xsie_counters_remove(g);
+			xsie_counters_release(g);
 	}
 	mutex_unlock(&xsie_lock);
 }

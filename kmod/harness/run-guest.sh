@@ -16,10 +16,11 @@ stalled() {
 	grep -qE 'rcu_preempt self-detected stall|soft lockup' "$log" 2>/dev/null
 }
 
-# Boots once; a guest whose console shows a soft lockup is stopped at once rather than left to
-# the time limit (on this host no guest has come back from one).
+# Boots once; a guest whose console shows a soft lockup or an oops is stopped rather than left to
+# the time limit (on this host no guest has come back from either); an oops gets a few seconds
+# more so that its whole report reaches the console.
 boot() {
-	local rc=0 qemu
+	local rc=0 qemu oops=0
 	: >"$log"
 	timeout --kill-after=10 "$limit" qemu-system-x86_64 \
 		-machine pc -accel tcg -cpu max -smp 2 -m 1024 \
@@ -28,9 +29,14 @@ boot() {
 		-nographic -no-reboot -monitor none -serial "file:$log" >&2 &
 	qemu=$!
 	while kill -0 "$qemu" 2>/dev/null; do
-		if grep -q 'soft lockup' "$log"; then
+		if grep -q 'soft lockup' "$log" || ((oops)); then
 			kill "$qemu" 2>/dev/null || true
 			break
+		fi
+		if grep -qE 'Oops: |Kernel panic' "$log"; then
+			oops=1
+			sleep 3
+			continue
 		fi
 		sleep 2
 	done

@@ -33,15 +33,7 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> str:
         pytest.skip("qemu-system-x86_64 is missing (Debian package qemu-system-x86)")
     policy = Path(tmp_path_factory.mktemp("case"), "policy.sh")
     policy.write_text(shell_source(MODEL, MODEL.features))
-    try:
-        text, _ = kernel_guest.run_script("case/smoke", ["BLK_MAX_REQUEST_COUNT"], [policy], timeout_s=300)
-    except RuntimeError as e:
-        if "kernel trouble" not in str(e):
-            raise
-        # A known open bug, reported as such rather than hidden: xsie.ko's later changes of
-        # BLK_MAX_REQUEST_COUNT while a plug load runs can crash the guest (a NULL call from
-        # blk_mq_submit_bio, then a fault in __blk_flush_plug; kmod/README, Adaptive case).
-        pytest.xfail(f"xsie.ko crashed the guest under a flip during plug load: {e}")
+    text, _ = kernel_guest.run_script("case/smoke", ["BLK_MAX_REQUEST_COUNT"], [policy], timeout_s=300)
     return text
 
 

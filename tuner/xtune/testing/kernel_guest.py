@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from xtune import paths
@@ -29,7 +30,7 @@ def kernel_env() -> str:
 
 
 def run_script(
-    script: str, consts: list[str], files: list[Path] = (), timeout_s: int = 420
+    script: str, consts: list[str], files: Sequence[Path] = (), timeout_s: int = 420
 ) -> tuple[str, dict[str, int]]:
     """Boots a guest running kmod/guest/<script>.sh with `files` in /xsie/; (console, metrics)."""
     env_file = kernel_env()
