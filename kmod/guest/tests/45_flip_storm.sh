@@ -22,7 +22,16 @@ kill $l0 $l1
 wait $l0 $l1 2> /dev/null
 case_set 32
 $XSIECTL disarm "$BLK"
+$XSIECTL unload "$BLK"
+# The later tests make their own standard nullb0.
+echo 0 > /sys/kernel/config/nullb/nullb1/power
+rmdir /sys/kernel/config/nullb/nullb1
+rmmod null_blk
 metric flip_storm_flips "$flips"
 metric flip_storm_refused "$refused"
 check flip_storm_flips "$flips flips, $refused refused in ${STORM_S}s" [ "$flips" -gt 0 ]
-if dmesg | grep -qE "Oops|BUG:|WARNING:"; then fail flip_storm_kernel "$(dmesg | grep -m1 -E 'Oops|BUG:|WARNING:')"; else pass flip_storm_kernel "no oops or warning"; fi
+if dmesg | grep -qE "Oops|BUG:|WARNING:"; then
+	fail flip_storm_kernel "$(dmesg | grep -m1 -E 'Oops|BUG:|WARNING:')"
+else
+	pass flip_storm_kernel "the kernel log is clean"
+fi
