@@ -1,10 +1,12 @@
 """`xtune report`: the page says in one line what happened, shows tables (not dict reprs) with
-units, and draws SLO margins only for a run that has SLO lines."""
+units, and draws SLO margins only for a run that has SLO lines; its plots are in readable units
+with plain tick labels."""
 
 from __future__ import annotations
 
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 from xtune.trials.report import write_report
@@ -47,7 +49,10 @@ class Page(HTMLParser):
             self.cells[-1] += data
 
 
-def _run(store: Store, slo: list[str], rollback: bool) -> int:
+OBJECTIVES = (1843.21234567891, 412.3456789012, 398.0)  # us: one plot of a few ms
+
+
+def _run(store: Store, slo: list[str], rollback: bool, objectives: tuple[float, ...] = OBJECTIVES) -> int:
     config = {
         "name": "r",
         "objective": {"minimize": "p99(func.serve_batch.latency)"},
@@ -57,7 +62,7 @@ def _run(store: Store, slo: list[str], rollback: bool) -> int:
     exp = store.new_experiment("r", config)
     # Each trial's SLO left sides, as the Runner stores them: {line index: [mean, sem]}.
     served = [[3010.0, 15.0], [2960.0, 12.0], [2500.0, 30.0]]
-    for i, (value, obj) in enumerate([(64, 1843.21234567891), (16, 412.3456789012), (8, 398.0)]):
+    for i, (value, obj) in enumerate(zip((64, 16, 8), objectives, strict=True)):
         status = "completed" if i < 2 else "infeasible"
         metrics = {"slo": {str(k): served[i] for k in range(len(slo))}, "windows": 3}
         store.add_trial(
@@ -102,6 +107,7 @@ def test_report_page(tmp_path: Path, with_slo: bool) -> None:
     assert ("rollbacks: 1" if with_slo else "rollbacks: none") in page.summary
 
     assert "{" not in text and "}" not in text, "a dict repr in the page"
+    assert "(us)" not in text and "e+" not in text
     assert "412.3456" not in text and "1843.2123" not in text, "too many decimals"
     assert "1,843 µs ± 21.1 µs" not in page.cells and "1.84 ms ± 0.0211 ms" in page.cells
     assert "rx_batch_size=64" in page.cells
@@ -135,3 +141,40 @@ def test_trial_axis_has_whole_trial_numbers(tmp_path: Path, monkeypatch: pytest.
     store = Store(f"sqlite:///{tmp_path / 'trials.db'}")
     write_report(store, _run(store, [], rollback=False), tmp_path / "report")
     assert ticks["objective.png"] and all(t == int(t) for t in ticks["objective.png"]), ticks
+
+
+def _axes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, objectives: tuple[float, ...]) -> dict[str, Any]:
+    """Each plot's y label and y tick labels (major and minor, as drawn), by file name."""
+    from matplotlib.figure import Figure
+
+    axes: dict[str, Any] = {}
+    save = Figure.savefig
+
+    def spy(fig: Figure, fname: Path, *args: object, **kwargs: object) -> None:
+        fig.canvas.draw()
+        ax = fig.axes[0]
+        labels = ax.get_yticklabels() + ax.get_yticklabels(minor=True)
+        axes[Path(fname).name] = (ax.get_ylabel(), [t.get_text() for t in labels if t.get_text()])
+        save(fig, fname, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", spy)
+    store = Store(f"sqlite:///{tmp_path / 'trials.db'}")
+    write_report(store, _run(store, [], rollback=False, objectives=objectives), tmp_path / "report")
+    return axes
+
+
+@pytest.mark.parametrize("objectives", [OBJECTIVES, (218300.0, 412.3, 398.0)], ids=["linear", "log"])
+def test_plots_in_readable_units(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, objectives: tuple[float, ...]
+) -> None:
+    """Objectives of 0.4 to 218 ms stored in us are plotted in ms; tick labels are plain numbers
+    (0.5, 20, 1,000), never 2e+05 or 2 x 10^4, on the objective and the (log) knob axes."""
+    axes = _axes(tmp_path, monkeypatch, objectives)
+    label, ticks = axes["objective.png"]
+    assert label == "p99(func.serve_batch.latency) (ms, minimize)", label
+    for name in ("objective.png", "knobs.png"):
+        ticks = axes[name][1]
+        assert ticks, name
+        for text in ticks:
+            assert float(text.replace(",", "")) > 0 and "e" not in text and "$" not in text, (name, ticks)
+            assert not text.endswith(".0"), (name, ticks)

@@ -18,6 +18,7 @@ from xtune.config import expr
 _TIME = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 _TIME_SHOWN = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9))
 _SI = (("G", 1e9), ("M", 1e6), ("k", 1e3))
+_BINARY = (("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
 
 
 def expression_unit(text: str, units: Mapping[str, str]) -> str:
@@ -74,39 +75,47 @@ def significant(x: float) -> str:
     return f"{x:.{min(2 - math.floor(math.log10(a)), 12)}f}"
 
 
+def scale_of(x: float, unit: str, ascii: bool = False) -> tuple[float, str]:
+    """The factor and the unit to show `x` (in `unit`) with: (1e-3, "ms") for 2,183 us."""
+    if unit in _TIME:
+        seconds = abs(x) * _TIME[unit]
+        name, scale = next(((n, s) for n, s in _TIME_SHOWN if seconds >= s), _TIME_SHOWN[-1])
+        return _TIME[unit] / scale, unit_text(name, ascii)
+    if unit in ("bytes/s", "B/s", "bit/s", "bits/s"):
+        bits = 8.0 if unit in ("bytes/s", "B/s") else 1.0
+        prefix, scale = next(((p, s) for p, s in _SI if abs(x) * bits >= s), ("", 1.0))
+        return bits / scale, f"{prefix}bit/s"
+    if unit in ("bytes", "B"):
+        prefix, size = next(((p, s) for p, s in _BINARY if abs(x) >= s), ("", 1))
+        return 1 / size, f"{prefix}B"
+    if unit == "fraction":
+        return 100.0, "%"
+    return 1.0, unit
+
+
+def unit_text(unit: str, ascii: bool = False) -> str:
+    """A unit as people read it: `µs` for `us` (unless ASCII only)."""
+    return "µs" if unit == "us" and not ascii else unit
+
+
 def format_value(x: float | None, unit: str = "", ascii: bool = False) -> str:
     """`x` with its unit, scaled to a readable prefix; "-" when there is no value."""
     if x is None or math.isnan(x):
         return "-"
     if math.isinf(x):
-        return f"{'-' if x < 0 else ''}inf {unit}".rstrip()
-    if unit in _TIME:
-        seconds = x * _TIME[unit]
-        name, scale = next(((n, s) for n, s in _TIME_SHOWN if abs(seconds) >= s), _TIME_SHOWN[-1])
-        shown = "µs" if name == "us" and not ascii else name
-        return f"{significant(seconds / scale)} {shown}"
-    if unit in ("bytes/s", "B/s", "bit/s", "bits/s"):
-        bits = x * 8 if unit in ("bytes/s", "B/s") else x
-        prefix, scale = next(((p, s) for p, s in _SI if abs(bits) >= s), ("", 1.0))
-        return f"{significant(bits / scale)} {prefix}bit/s"
-    if unit in ("bytes", "B"):
-        prefix, scale = next(
-            ((p, s) for p, s in (("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)) if abs(x) >= s), ("", 1)
-        )
-        return f"{significant(x / scale)} {prefix}B"
+        return f"{'-' if x < 0 else ''}inf {unit_text(unit, ascii)}".rstrip()
     if unit == "fraction":
         return f"{100 * x:.1f} %"
-    return f"{significant(x)} {unit}".rstrip()
+    factor, shown = scale_of(x, unit, ascii)
+    return f"{significant(x * factor)} {shown}".rstrip()
 
 
 def format_spread(mean: float | None, spread: float | None, unit: str = "", ascii: bool = False) -> str:
-    """`mean ± spread` in the mean's unit and prefix ("-" without a mean)."""
+    """`mean ± spread`, the spread in the mean's unit and prefix: 4.10 ms ± 0.210 ms, not ± 210 µs
+    ("-" without a mean)."""
     text = format_value(mean, unit, ascii)
     if text == "-" or spread is None or math.isnan(spread) or spread == 0:
         return text
-    value = format_value(spread, unit, ascii)
-    if mean and unit in _TIME:  # the spread in the mean's prefix: 4.10 ms ± 0.21 ms, not ± 210 µs
-        shown = text.rsplit(" ", 1)[1]
-        scale = _TIME["us" if shown == "µs" else shown] / _TIME[unit]
-        value = f"{significant(spread / scale)} {shown}"
+    factor, shown = scale_of(mean or spread, unit, ascii)
+    value = f"{significant(spread * factor)} {shown}".rstrip()
     return f"{text} {'+/-' if ascii else '±'} {value}"

@@ -1,7 +1,9 @@
 """`xtune report`: plots of a stored run (objective per trial, knob trajectories, SLO margins when
 the run has SLO lines) as PNG files and one HTML page that shows them under a one-line summary
 (objective before -> after with its unit and spread, trials, rollbacks), with before/after, trial
-and rollback tables; numbers are written with their units (`xtune.config.units`)."""
+and rollback tables; numbers are written with their units (`xtune.config.units`), and the
+objective is plotted in the unit its values read best in (ms, not 2.183e+05 us), with plain tick
+labels."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from xtune.config.units import format_spread, format_value
+from xtune.config.units import format_spread, format_value, scale_of, significant
 from xtune.trials.store import Experiment, Measurement, RollbackRow, Store, StoredTrial
 
 STYLE = (
@@ -46,22 +48,28 @@ def write_report(store: Store, experiment_id: int, out_dir: str | Path) -> Path:
     fig, ax = plt.subplots(figsize=(7, 3.5))
     ok = [t for t in trials if t.status == "completed" and t.objective is not None]
     bad = [t for t in trials if t.status != "completed" and t.objective is not None]
+    baseline = (exp.baseline or {}).get("objective")  # null: no window had a value
+    values = [t.objective for t in trials if t.objective is not None]
+    # Plotted in the unit the largest value reads best in: 218 ms, not 2.183e+05 us.
+    factor, shown = scale_of(max((abs(v) for v in [*values, baseline or 0.0]), default=0.0), units[0])
     ax.errorbar(
         [t.index for t in ok],
-        [t.objective for t in ok],  # type: ignore[arg-type]  # not None: filtered above
-        [t.objective_sem or 0 for t in ok],
+        [factor * (t.objective or 0.0) for t in ok],
+        [factor * (t.objective_sem or 0.0) for t in ok],
         fmt="o",
         label="completed",
     )
-    ax.plot([t.index for t in bad], [t.objective for t in bad], "rx", label="infeasible (guard)")  # type: ignore[arg-type]
-    if exp.baseline and exp.baseline.get("objective") is not None:  # null: no window had a value
-        ax.axhline(exp.baseline["objective"], color="gray", ls="--", label="baseline")
-    values = [t.objective for t in trials if t.objective is not None]
+    ax.plot(
+        [t.index for t in bad], [factor * (t.objective or 0.0) for t in bad], "rx", label="infeasible (guard)"
+    )
+    if baseline is not None:
+        ax.axhline(factor * baseline, color="gray", ls="--", label="baseline")
     if values and min(values) > 0 and max(values) > 10 * min(values):
         ax.set_yscale("log")
+    plain_ticks(ax.yaxis)
     ax.set_xlabel("trial")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # trials are numbered: no 0.5 ticks
-    ax.set_ylabel(f"{expression} ({units[0] + ', ' if units[0] else ''}{goal})")
+    ax.set_ylabel(f"{expression} ({shown + ', ' if shown else ''}{goal})")
     ax.legend()
     fig.tight_layout()
     fig.savefig(out / "objective.png", dpi=100)
@@ -74,6 +82,7 @@ def write_report(store: Store, experiment_id: int, out_dir: str | Path) -> Path:
         pts = [(r.t - t0, r.knobs[name]) for r in rows if isinstance(r.knobs.get(name), (int, float))]
         ax.step([p[0] for p in pts], [p[1] for p in pts], where="post", label=name)
     ax.set_yscale("log")
+    plain_ticks(ax.yaxis)
     ax.set_xlabel("time (s)")
     ax.set_ylabel("knob value")
     ax.legend()
@@ -92,7 +101,7 @@ def write_report(store: Store, experiment_id: int, out_dir: str | Path) -> Path:
 </head><body>
 <h1>xtune report: {esc(exp.name)} (run {exp.id})</h1>
 <p class="summary">{esc(summary_line(exp, trials, rows, rollbacks))}</p>
-<p>Objective: {goal} <code>{esc(str(expression))}</code>{f" ({esc(units[0])})" if units[0] else ""}.
+<p>Objective: {goal} <code>{esc(str(expression))}</code>.
 SLO: {esc("; ".join(slo_lines)) if slo_lines else "none"}.</p>
 <h2>Before / after</h2>
 {before_after_table(exp, trials, units)}
@@ -114,6 +123,28 @@ def esc(x: object) -> str:
     return html.escape(str(x))
 
 
+def tick_text(x: float) -> str:
+    """A tick label: `significant` without trailing zeros (20, 0.5, 1,000,000)."""
+    text = significant(x)
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def plain_ticks(axis: Any) -> None:
+    """Tick labels as plain numbers (1,000,000 and 0.5, never 1e6 or 2 x 10^4); on a log scale,
+    2 and 5 between the powers of ten too, when the axis spans two decades or less."""
+    from matplotlib.ticker import FuncFormatter
+
+    def minor(x: float, _pos: int | None) -> str:
+        lo, hi = sorted(axis.get_view_interval())
+        if lo <= 0 or x <= 0 or math.log10(hi / lo) > 2:
+            return ""
+        return tick_text(x) if round(x / 10 ** math.floor(math.log10(x))) in (2, 5) else ""
+
+    axis.set_major_formatter(FuncFormatter(lambda x, _pos: tick_text(x)))
+    if axis.get_scale() == "log":
+        axis.set_minor_formatter(FuncFormatter(minor))
+
+
 def stored_units(exp: Experiment) -> tuple[str, list[str]]:
     """The run's objective unit and each SLO line's (recorded by the run, else the SLO file's)."""
     units = exp.config.get("units") or {}
@@ -131,23 +162,28 @@ def _spread(values: list[float]) -> float | None:
 
 
 def summary_line(
-    exp: Experiment, trials: list[StoredTrial], rows: list[Measurement], rollbacks: list[RollbackRow]
+    exp: Experiment,
+    trials: list[StoredTrial],
+    rows: list[Measurement],
+    rollbacks: list[RollbackRow],
+    ascii: bool = False,
 ) -> str:
     """One sentence saying what happened: objective before -> after with units and the spread
-    of the windows measured, the gain, the values chosen, trials, rollbacks."""
+    of the windows measured, the gain, the values chosen, trials, rollbacks (ASCII only if asked)."""
     unit = stored_units(exp)[0]
     objective = exp.config["objective"]
     expression = objective.get("minimize") or objective.get("maximize")
     before = [r.objective for r in rows if r.phase == "baseline" and r.objective is not None]
     final = [r.objective for r in rows if r.phase == "final" and r.objective is not None]
     result = exp.result or {}
+    arrow, plus_minus = ("->", "+/-") if ascii else ("\u2192", "\u00b1")
     text = f"{expression}: "
     if exp.baseline is None:
         text += "no baseline measured (the run stopped early)"
     else:
-        text += f"{format_spread(exp.baseline['objective'], _spread(before), unit)}"
+        text += format_spread(exp.baseline["objective"], _spread(before), unit, ascii)
         if result.get("after") is not None:
-            text += f" \u2192 {format_spread(result['after'], _spread(final), unit)}"
+            text += f" {arrow} {format_spread(result['after'], _spread(final), unit, ascii)}"
             if result.get("gain") is not None:
                 text += f" ({100 * result['gain']:+.1f} % better)"
             text += f" with {params_text(result.get('best'))}"
@@ -155,7 +191,7 @@ def summary_line(
             text += ", no better values found (knobs left as they were)"
         else:
             text += ", run not finished"
-        text += f"; mean \u00b1 standard deviation over {len(before)}"
+        text += f"; mean {plus_minus} standard deviation over {len(before)}"
         text += f" / {len(final)} windows" if final else " windows"
     statuses = Counter(t.status for t in trials)
     text += f"; {len(trials)} trial{'s' if len(trials) != 1 else ''}"
