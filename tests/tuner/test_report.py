@@ -1,14 +1,16 @@
 """`xtune report`: the page says in one line what happened, shows tables (not dict reprs) with
 units, and draws SLO margins only for a run that has SLO lines; its plots are in readable units
-with plain tick labels."""
+with plain tick labels. `xtune trials` says the same line, in ASCII where the locale has no more."""
 
 from __future__ import annotations
 
+import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 import pytest
+from xtune import paths
 from xtune.trials.report import write_report
 from xtune.trials.store import Store, StoredTrial
 
@@ -178,3 +180,26 @@ def test_plots_in_readable_units(
         for text in ticks:
             assert float(text.replace(",", "")) > 0 and "e" not in text and "$" not in text, (name, ticks)
             assert not text.endswith(".0"), (name, ticks)
+
+
+def _trials(db: str, locale: str, *flags: str) -> str:
+    xtune = str(paths.ROOT / ".venv/bin/xtune")
+    env = {"PATH": "/usr/bin:/bin", "COLUMNS": "200", "LC_ALL": locale}
+    res = subprocess.run([xtune, "trials", "--db", db, *flags], capture_output=True, env=env, check=True)
+    return res.stdout.decode("utf-8")
+
+
+def test_trials_listing_follows_the_locale(tmp_path: Path) -> None:
+    """`xtune trials` leads each run with its summary line; ASCII only under a locale that cannot show
+    µs, ±, → and table borders (LC_ALL=C, where Python still writes UTF-8) or with --ascii."""
+    db = f"sqlite:///{tmp_path / 'trials.db'}"
+    _run(Store(db), [], rollback=False)
+    utf8 = "1.85 ms ± 0.0707 ms → 415 µs ± 7.07 µs (+77.6 % better)"
+    ascii = "1.85 ms +/- 0.0707 ms -> 415 us +/- 7.07 us (+77.6 % better)"
+
+    out = _trials(db, "C.UTF-8")
+    assert out.startswith("run 1: r: p99(func.serve_batch.latency): " + utf8), out
+    assert "│ rx_batch_size=64 │" in out, out
+    for out in (_trials(db, "C"), _trials(db, "C.UTF-8", "--ascii")):
+        assert out.isascii() and ascii in out and "| rx_batch_size=64 |" in out, out
+    assert utf8 in _trials(db, "C", "--unicode")

@@ -6,6 +6,7 @@ import subprocess
 from pathlib import Path
 
 from conftest import HERE, Lab
+from test_report import Page
 from xtune import paths
 from xtune.host.services import free_port
 
@@ -23,7 +24,11 @@ def test_run_trials_report(lab: Lab, tmp_path: Path) -> None:
     res = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     assert "before / after" in res.stdout and "baseline" in res.stdout
-    assert (tmp_path / "report/index.html").exists()
+    page = Page()
+    page.feed((tmp_path / "report/index.html").read_text())
+    text = "".join(page.text)
+    assert " ms" in page.summary and "\u2192" in page.summary and "rollbacks: " in page.summary, page.summary
+    assert "{" not in text and "e+" not in text and "e-0" not in text, text
 
     res = subprocess.run([XTUNE, "trials", "--db", db], capture_output=True, text=True, env=env, check=True)
     rows = "\n".join(line for line in res.stdout.splitlines() if line.lstrip().startswith(("│", "|")))

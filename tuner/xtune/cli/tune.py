@@ -93,17 +93,18 @@ def trials(
 
     store = open_store(db)
     console = make_console(ascii)
+    ascii = is_ascii(console)
     for exp in store.experiments(experiment or None):
         trials = store.trials(exp.id)
-        summary = summary_line(exp, trials, store.measurements(exp.id), store.rollbacks(exp.id))
-        if is_ascii(console):
-            summary = summary.replace("\u2192", "->").replace("\u00b1", "+/-").replace("\u00b5", "u")
-        table = Table(title=f"run {exp.id}: {exp.name}", caption=summary)
-        for col in ("trial", "policy", "values", "status", "objective (mean +/- sem)"):
+        summary = summary_line(exp, trials, store.measurements(exp.id), store.rollbacks(exp.id), ascii)
+        console.print(f"[bold]run {exp.id}: {exp.name}[/]: {summary}", highlight=False)
+        table = Table()
+        for col in ("trial", "policy", "values", "status"):
             table.add_column(col)
+        table.add_column(f"objective (mean {'+/-' if ascii else '±'} sem)", justify="right")
         unit = stored_units(exp)[0]
         for t in trials:
-            objective = format_spread(t.objective, t.objective_sem, unit, is_ascii(console))
+            objective = format_spread(t.objective, t.objective_sem, unit, ascii)
             table.add_row(str(t.index), t.policy, params_text(t.params), t.status, objective)
         console.print(table)
 

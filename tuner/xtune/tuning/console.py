@@ -1,12 +1,14 @@
 """What `xtune run` and `xtune demo` show: progress per trial, a table of knobs and SLO margins.
 
 Objectives and SLO left sides are written with their units (`RunUnits`: the SLO file's, else the
-signal catalog's). A console whose encoding is not UTF-8, or one made by `make_console(ascii=True)`,
-gets ASCII only: `us` for `µs`, `+/-`, `->`, ASCII table borders and bars.
+signal catalog's). A console on a stdout or under a locale that cannot encode what it writes
+(LC_ALL=C), or one made by `make_console(ascii=True)`, gets ASCII only: `us` for `µs`, `+/-`, `->`,
+ASCII table borders and bars.
 """
 
 from __future__ import annotations
 
+import locale
 import math
 import sys
 from dataclasses import dataclass, field
@@ -45,10 +47,31 @@ class AsciiFile:
         return self.out.fileno()
 
 
+# What the console writes beyond ASCII: µs, ±, →, table borders and bars.
+SHOWN = "\u00b5\u00b1\u2192\u2502\u2501"
+
+
+def can_show(encoding: str) -> bool:
+    try:
+        SHOWN.encode(encoding)
+    except (LookupError, UnicodeEncodeError):
+        return False
+    return True
+
+
+def terminal_is_ascii() -> bool:
+    """Whether stdout or the locale cannot carry what the console writes. The locale's own: under
+    LC_ALL=C, Python writes UTF-8 anyway (its UTF-8 mode), which such a terminal shows as garbage."""
+    return not (
+        can_show(getattr(sys.stdout, "encoding", None) or "ascii")
+        and can_show(locale.nl_langinfo(locale.CODESET) or "ascii")
+    )
+
+
 def make_console(ascii: bool | None = None) -> Console:
-    """A console on stdout; ASCII only when asked, or (None) when stdout's encoding is not UTF-8."""
+    """A console on stdout; ASCII only when asked, or (None) when the terminal cannot show more."""
     if ascii is None:
-        ascii = not (getattr(sys.stdout, "encoding", None) or "").lower().replace("-", "").startswith("utf")
+        ascii = terminal_is_ascii()
     return Console(file=AsciiFile(sys.stdout)) if ascii else Console()  # type: ignore[arg-type]  # a writable text stream
 
 
