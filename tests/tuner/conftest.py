@@ -1,5 +1,5 @@
 """Fixtures for the tuner tests: the bottleneck network, private xobserve/xrtd, SLO files, trial
-stores on SQLite and on a private PostgreSQL cluster."""
+stores on SQLite and on a private PostgreSQL cluster, a headless browser."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
 from xtune import paths
 from xtune.demo.bottleneck import Bottleneck
 from xtune.host.services import Services
@@ -63,3 +65,19 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return f"sqlite:///{tmp_path / 'trials.db'}"
     cluster: Cluster = request.getfixturevalue("pg_cluster")
     return cluster.create_database(f"trials_{os.getpid()}_{os.urandom(4).hex()}")
+
+
+@pytest.fixture
+def browser() -> Iterator[webdriver.Chrome]:
+    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    if chromium is None or driver is None:
+        pytest.fail("chromium/chromium-driver are not installed (scripts/apt-packages.txt): run `make setup`")
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = chromium
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
+        opts.add_argument(arg)
+    b = webdriver.Chrome(options=opts, service=Service(driver))
+    try:
+        yield b
+    finally:
+        b.quit()

@@ -7,7 +7,7 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
@@ -15,7 +15,6 @@ import pytest
 import requests
 from selenium import webdriver
 from selenium.common.exceptions import StaleElementReferenceException
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 from xtune import paths
@@ -53,22 +52,6 @@ def _fill(store: Store) -> int:
             store.add_rollback(exp, i, REASON, params, base, 2)
         store.add_trial(exp, StoredTrial(i, "bo", params, status, objective, 12.0, {"slo0": 0.9}), t, t + 1)
     return exp
-
-
-@pytest.fixture
-def browser() -> Iterator[webdriver.Chrome]:
-    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
-    if chromium is None or driver is None:
-        pytest.fail("chromium/chromium-driver are not installed (scripts/apt-packages.txt): run `make setup`")
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = chromium
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
-        opts.add_argument(arg)
-    b = webdriver.Chrome(options=opts, service=Service(driver))
-    try:
-        yield b
-    finally:
-        b.quit()
 
 
 T = TypeVar("T")

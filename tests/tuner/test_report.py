@@ -1,6 +1,7 @@
 """`xtune report`: the page says in one line what happened, shows tables (not dict reprs) with
 units, and draws SLO margins only for a run that has SLO lines; its plots are in readable units
-with plain tick labels. `xtune trials` says the same line, in ASCII where the locale has no more."""
+with plain tick labels (read as HTML, and as headless chromium shows it). `xtune trials` says the
+same line, in ASCII where the locale has no more."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from selenium import webdriver
+from selenium.webdriver.common.by import By
 from xtune import paths
 from xtune.trials.report import write_report
 from xtune.trials.store import Store, StoredTrial
@@ -203,3 +206,26 @@ def test_trials_listing_follows_the_locale(tmp_path: Path) -> None:
     for out in (_trials(db, "C"), _trials(db, "C.UTF-8", "--ascii")):
         assert out.isascii() and ascii in out and "| rx_batch_size=64 |" in out, out
     assert utf8 in _trials(db, "C", "--unicode")
+
+
+def test_report_in_a_browser(browser: webdriver.Chrome, tmp_path: Path) -> None:
+    """As an operator opens it (headless chromium): the summary line right under the title, every
+    plot drawn, SLO margins only for the run with SLO lines, "None." for no rollbacks."""
+    store = Store(f"sqlite:///{tmp_path / 'trials.db'}")
+    slo = ["func.dp_round.taken.mean * func.dp_round.rate >= 0.95 * baseline"]
+    for with_slo in (False, True):
+        exp = _run(store, slo if with_slo else [], rollback=with_slo)
+        browser.get(write_report(store, exp, tmp_path / f"report{exp}").as_uri())
+        first = browser.find_element(By.CSS_SELECTOR, "h1 + p")
+        assert first.get_attribute("class") == "summary"
+        assert first.text.startswith("p99(func.serve_batch.latency): 1.85 ms ± 0.0707 ms → 415 µs")
+        assert ("rollbacks: 1." if with_slo else "rollbacks: none.") in first.text
+        images = browser.find_elements(By.TAG_NAME, "img")
+        drawn = [i.get_attribute("alt") for i in images if int(i.get_attribute("naturalWidth") or 0) > 0]
+        assert len(drawn) == len(images) == (3 if with_slo else 2), drawn
+        headings = [h.text for h in browser.find_elements(By.TAG_NAME, "h2")]
+        assert ("SLO margins over time" in headings) == with_slo, headings
+        body = browser.find_element(By.TAG_NAME, "body").text
+        assert "{" not in body and "e+" not in body and "(SLO" not in body
+        rollbacks = browser.find_element(By.XPATH, "//h2[.='Rollbacks']/following-sibling::*[1]")
+        assert (rollbacks.tag_name == "table") == with_slo and (rollbacks.text == "None.") != with_slo
