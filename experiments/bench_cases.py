@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Case studies on real servers: xtune's BO against Linux defaults, the sysctl paper's profile and
-TuneD's profiles, measured in one interleaved run per workload (experiments/cases/).
+"""Case studies on real servers and a loop device: xtune's BO against Linux defaults, the sysctl
+paper's profile and TuneD's profiles, measured in one interleaved run per workload (experiments/cases/).
 
-    python experiments/bench_cases.py            # 5 repetitions, BO budget 8, 4 s wrk / 2 s pgbench runs
+    python experiments/bench_cases.py            # 5 reps, BO budget 8, 4 s wrk, 2 s pgbench and fio runs
     python experiments/bench_cases.py --quick    # 2 repetitions, budget 3, 1 s runs (a smoke check)
 
 Writes experiments/results/case_studies.json (with provenance); the README table comes from it
@@ -15,17 +15,18 @@ import argparse
 import sys
 import time
 
-from cases import db, kv, web
+from cases import block, db, kv, web
 from cases.run import run_case
 from resultfile import write_result
 
-CASES = {"web": web.CASE, "kv": kv.CASE, "db": db.CASE}
+CASES = {"web": web.CASE, "kv": kv.CASE, "db": db.CASE, "block": block.CASE}
 SOURCES = [
     "experiments/bench_cases.py",
     "experiments/cases",
     "experiments/slo/case-web-bo.yaml",
     "experiments/slo/case-kv-bo.yaml",
     "experiments/slo/case-db-bo.yaml",
+    "experiments/slo/case-block-bo.yaml",
     "experiments/slo/paper-web-static.yaml",
     "experiments/slo/paper-database-static.yaml",
     "tuner/xtune/tuning/benchmark.py",
@@ -49,7 +50,7 @@ def main() -> int:
     for name in args.case or sorted(CASES):
         out["cases"][name] = run_case(CASES[name], reps, budget, args.quick)
     out["seconds"] = round(time.time() - started, 1)
-    bad = [n for n, c in out["cases"].items() if not (c["host_restored"] and c["server_netns_restored"])]
+    bad = [n for n, c in out["cases"].items() if not (c["host_restored"] and c["place_restored"])]
     path = write_result("case_studies", out, SOURCES)
     print(f"{path} ({out['seconds']} s)")
     if bad:

@@ -1,13 +1,17 @@
-"""What a case study is: a server, its benchmark (the BO SLO file's), the contenders' files."""
+"""What a case study is: a server and its benchmark, or a benchmark on a device (the BO SLO file's),
+the contenders' files, and where it runs (a veth pair's namespaces, or a loop device)."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from xtune.host.netns import VethPair
+
+from cases.loopdev import LoopDevice
 
 HERE = Path(__file__).resolve().parent
 SLO_DIR = HERE.parent / "slo"
@@ -15,14 +19,27 @@ TUNED_PROFILES = ("throughput-performance", "latency-performance", "network-thro
 
 
 @dataclass(frozen=True)
+class Place:
+    """Where one run of a case happens: the SLO files' variables, the server's namespace (net.*
+    sysctls apply there; None: the host) and the block device whose queue the contenders set."""
+
+    variables: dict[str, str]
+    netns: str | None = None
+    device: str | None = None
+
+
+@dataclass(frozen=True)
 class Case:
     name: str
-    server: str  # servers.SERVERS key
-    port: int
     bo_file: Path  # objective, SLO lines, benchmark and the knobs xtune tunes
     paper_file: Path  # the paper's profile for this class of server
     p99: str  # the benchmark metric reported as p99 latency (ms)
     load: Callable[[bool], dict[str, str]]  # quick -> the load's variables (duration, requests)
+    server: str | None = None  # servers.SERVERS key; None: the benchmark runs on a loop device
+    port: int = 0
+    tuned_profiles: tuple[str, ...] = TUNED_PROFILES
+    # The sysctl prefixes a contender may set here (None: all); the others are listed as not applied.
+    reach: tuple[str, ...] | None = None
 
     def variables(self, pair: VethPair, serve_dir: Path, quick: bool) -> dict[str, str]:
         return {
@@ -35,3 +52,14 @@ class Case:
             "PYTHON": sys.executable,  # the servers import the package (xtune.testing.postgres)
             **self.load(quick),
         }
+
+    @contextlib.contextmanager
+    def place(self, work: Path, quick: bool) -> Iterator[Place]:
+        """A fresh veth pair (server cases) or loop device (backing file in `work`), gone on exit."""
+        if self.server is None:
+            with LoopDevice(work) as loop:
+                common = {"CASES": str(HERE), "PYTHON": sys.executable}
+                yield Place({"DEVICE": loop.name, **common, **self.load(quick)}, device=loop.name)
+        else:
+            with VethPair() as pair:
+                yield Place(self.variables(pair, work / "serve", quick), netns=pair.server)

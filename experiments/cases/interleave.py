@@ -2,8 +2,8 @@
 by one per repetition (round robin), so drift on the shared host spreads over all of them.
 
 Every value goes through xrtd (one transaction per contender; the keys a contender does not set
-keep their defaults) and the server restarts after each change (the accept backlog is fixed at
-listen()). A run whose metric is missing is recorded as failed, not as zero.
+keep their defaults) and the server, if the case has one, restarts after each change (the accept
+backlog is fixed at listen()). A run whose metric is missing is recorded as failed, not as zero.
 """
 
 from __future__ import annotations
@@ -17,17 +17,25 @@ from xtune.knobs.actuator import Actuator
 from xtune.knobs.table import KnobClient, KnobError
 from xtune.tuning.benchmark import MetricMissing, run_benchmark
 
-from cases.profiles import Contender, key_of, scope
+from cases.profiles import Contender, is_sysfs, key_of, scope, sysfs_choices, sysfs_value
 from cases.servers import Server
 
 
-def knobs_for(targets: list[str], server_netns: str) -> dict[str, Knob]:
-    """One xrtd knob per sysctl field, in the namespace where the key lives."""
+def knobs_for(targets: list[str], server_netns: str | None) -> dict[str, Knob]:
+    """One xrtd knob per sysctl field, in the namespace where the key lives, and per sysfs
+    attribute (an enumerated one with its choices)."""
     out = {}
     for i, target in enumerate(sorted(targets)):
+        name = f"k{i}_" + re.sub(r"[^a-z0-9]+", "_", target.lower()).strip("_")[:40]
+        if is_sysfs(target):
+            choices = sysfs_choices(target)
+            if choices:
+                out[target] = Knob(name=name, backend="sysfs", target=target, type="enum", values=choices)
+            else:
+                out[target] = Knob(name=name, backend="sysfs", target=target, range=(0, 2**62))
+            continue
         where = scope(key_of(target)[0], server_netns)
         assert where is not None, target
-        name = f"k{i}_" + re.sub(r"[^a-z0-9]+", "_", target.lower()).strip("_")[:40]
         netns = f"/run/netns/{where.netns}" if where.netns else None
         out[target] = Knob(name=name, backend="sysctl", target=target, netns=netns, range=(0, 2**62))
     return out
@@ -39,9 +47,9 @@ def refused(socket_path: str, knobs: dict[str, Knob]) -> dict[str, str]:
     client = KnobClient(socket_path)
     try:
         for target, k in knobs.items():
-            assert k.range is not None
+            lo, hi = k.range if k.range else (None, None)
             try:
-                client.register(k.name, k.backend, k.target, min=k.range[0], max=k.range[1], netns=k.netns)
+                client.register(k.name, k.backend, k.target, min=lo, max=hi, enum=k.values, netns=k.netns)
                 client.unregister(k.name)
             except KnobError as e:
                 out[target] = str(e)
@@ -59,10 +67,16 @@ def drop(contenders: list[Contender], targets: dict[str, str]) -> None:
                 c.not_applicable.append({"key": target, "value": str(value), "reason": f"xrtd: {why}"})
 
 
-def defaults_of(targets: list[str], server_netns: str) -> dict[str, int]:
-    """Each field's value as the host has it now (a fresh namespace: the kernel's defaults)."""
-    out = {}
+def defaults_of(targets: list[str], server_netns: str | None) -> dict[str, int | str]:
+    """Each field's value as the host has it now (a fresh namespace or loop device: the kernel's
+    defaults)."""
+    out: dict[str, int | str] = {}
     for target in targets:
+        if is_sysfs(target):
+            value = sysfs_value(target)
+            assert value is not None, target
+            out[target] = value
+            continue
         key, index = key_of(target)
         where = scope(key, server_netns)
         assert where is not None, target
@@ -70,7 +84,9 @@ def defaults_of(targets: list[str], server_netns: str) -> dict[str, int]:
     return out
 
 
-def probe(actuator: Actuator, knobs: dict[str, Knob], defaults: dict[str, int], contender: Contender) -> None:
+def probe(
+    actuator: Actuator, knobs: dict[str, Knob], defaults: dict[str, int | str], contender: Contender
+) -> None:
     """Each setting alone through xrtd: a value the kernel refuses moves to not_applicable."""
     for target, value in list(contender.settings.items()):
         if value == defaults[target]:
@@ -87,9 +103,9 @@ def probe(actuator: Actuator, knobs: dict[str, Knob], defaults: dict[str, int], 
 def interleave(
     actuator: Actuator,
     knobs: dict[str, Knob],
-    defaults: dict[str, int],
+    defaults: dict[str, int | str],
     contenders: list[Contender],
-    server: Server,
+    server: Server | None,
     bench: Benchmark,
     objective: str,
     reps: int,
@@ -102,8 +118,9 @@ def interleave(
         for c in order:
             values = {k.name: c.settings.get(t, defaults[t]) for t, k in knobs.items()}
             actuator.apply(values, f"case contender {c.name}, repetition {rep + 1}")
-            server.stop()
-            server.start()
+            if server is not None:
+                server.stop()
+                server.start()
             try:
                 run = run_benchmark(bench)
             except MetricMissing as e:

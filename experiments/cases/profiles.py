@@ -1,9 +1,11 @@
-"""Contenders as sysctl values: where each applies, and which of them this kernel cannot take.
+"""Contenders as sysctl and sysfs values: where each applies, and which of them this kernel cannot take.
 
-A setting is one sysctl field (`net.ipv4.tcp_rmem[2]`) and an integer. net.* keys apply in the
-server's namespace when the kernel keeps them per namespace, else host-wide; other keys host-wide.
-A key the kernel does not have, a value count that does not match the key's, or a host value the
-knob table's int64 cannot hold makes the setting not applicable, listed with the reason.
+A setting is one sysctl field (`net.ipv4.tcp_rmem[2]`) and an integer, or a sysfs attribute
+(`/sys/block/loop0/queue/read_ahead_kb`) and an integer or one of the attribute's choices
+(`mq-deadline` of `scheduler`). net.* keys apply in the server's namespace when the kernel keeps
+them per namespace, else host-wide; other keys host-wide. A key the kernel does not have, a value
+count that does not match the key's, or a host value the knob table's int64 cannot hold makes the
+setting not applicable, listed with the reason.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ INT64_MAX = 2**63 - 1
 class Contender:
     name: str
     source: str
-    settings: dict[str, int] = field(default_factory=dict)  # field target -> value
+    settings: dict[str, int | str] = field(default_factory=dict)  # target -> value
     not_applicable: list[dict[str, object]] = field(default_factory=list)
     notes: str = ""
 
@@ -33,14 +35,37 @@ class Scope:
     fields: list[int]  # the key's current values (its defaults)
 
 
+def is_sysfs(target: str) -> bool:
+    return target.startswith("/sys/")
+
+
+def sysfs_value(path: str) -> int | str | None:
+    """A sysfs attribute's integer, or its selected choice (`none [mq-deadline] kyber`), or None
+    when it cannot be read as either."""
+    try:
+        text = Path(path).read_text().strip()
+    except OSError:
+        return None
+    chosen = re.search(r"\[([^\]\s]+)\]", text)
+    if chosen:
+        return chosen.group(1)
+    return int(text) if re.fullmatch(r"-?\d+", text) else None
+
+
+def sysfs_choices(path: str) -> list[str] | None:
+    """An enumerated attribute's choices (the words of `none [mq-deadline] kyber`), else None."""
+    text = Path(path).read_text().strip()
+    return [w.strip("[]") for w in text.split()] if "[" in text else None
+
+
 def key_of(target: str) -> tuple[str, int | None]:
     m = re.fullmatch(r"(.+)\[(\d+)\]", target)
     return (m.group(1), int(m.group(2))) if m else (target, None)
 
 
-def scope(key: str, server_netns: str) -> Scope | None:
+def scope(key: str, server_netns: str | None) -> Scope | None:
     """Where `key` lives for the server and its values there, or None when this kernel lacks it."""
-    places = ([server_netns] if key.startswith("net.") else []) + [None]
+    places = ([server_netns] if server_netns and key.startswith("net.") else []) + [None]
     for ns in places:
         text = netns.sysctl(ns, key)
         if text is not None:
@@ -51,7 +76,7 @@ def scope(key: str, server_netns: str) -> Scope | None:
     return None
 
 
-def add(contender: Contender, key: str, values: list[int], server_netns: str) -> None:
+def add(contender: Contender, key: str, values: list[int], server_netns: str | None) -> None:
     """The settings of `key` = `values`, or the reason they do not apply here."""
     where = scope(key, server_netns)
     reason = None
@@ -70,7 +95,16 @@ def add(contender: Contender, key: str, values: list[int], server_netns: str) ->
         contender.settings.update({f"{key}[{i}]": v for i, v in enumerate(values)})
 
 
-def from_slo_file(path: Path, server_netns: str, variables: dict[str, str]) -> Contender:
+def limit(contender: Contender, reach: tuple[str, ...] | None, why: str) -> None:
+    """Move the sysctl settings outside `reach` (prefixes; None: all are in) to not_applicable."""
+    if reach is None:
+        return
+    for target in [t for t in contender.settings if not is_sysfs(t) and not t.startswith(reach)]:
+        value = contender.settings.pop(target)
+        contender.not_applicable.append({"key": target, "value": str(value), "reason": why})
+
+
+def from_slo_file(path: Path, server_netns: str | None, variables: dict[str, str]) -> Contender:
     """A static SLO file's profile (the paper's tables) as a contender. Only its knobs' targets and
     its profile are read, so a variable of its benchmark that this case lacks (Table V's file runs
     the kv case's redis-benchmark, with REQUESTS; the db case reads it too) gets a placeholder."""

@@ -1,10 +1,11 @@
-"""One case study end to end: namespaces, xrtd, xtune's BO, then every contender in one interleaved run.
+"""One case study end to end: its place, xrtd, xtune's BO, then every contender in one interleaved run.
 
-Order: the namespaces and a private xrtd start; the host's values of every key any contender
-touches are read (the defaults contender, and the before/after check); `xtune run` tunes the
-case's BO SLO file (its own server instance as workload, restored on exit); its best values join
-the paper's profile, the TuneD profiles and the defaults in the interleaved measurement; xrtd
-restores everything; the host's values are read again and compared.
+Order: the place (namespaces, or a loop device) and a private xrtd start; the host's values of
+every key any contender touches are read (the defaults contender, and the before/after check);
+`xtune run` tunes the case's BO SLO file (its own server instance as workload, restored on exit);
+its best values join the paper's profile, the TuneD profiles and the defaults in the interleaved
+measurement; xrtd restores everything; the place's and the host's values are read again and
+compared.
 """
 
 from __future__ import annotations
@@ -16,18 +17,20 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from xtune.config import load
-from xtune.host.netns import VethPair, sysctl
+from xtune.config.schema import Knob
+from xtune.host.netns import sysctl
 from xtune.host.services import Services, free_port
 from xtune.knobs.actuator import Actuator
 from xtune.testing.stats import mean_ci95
 from xtune.trials.store import Store
 
 from cases import tuned
-from cases.case import TUNED_PROFILES, Case
+from cases.case import Case, Place
 from cases.interleave import defaults_of, drop, interleave, knobs_for, probe, refused
-from cases.profiles import Contender, from_slo_file, key_of
+from cases.profiles import Contender, from_slo_file, is_sysfs, key_of, limit
 from cases.servers import SERVERS
 
 
@@ -51,8 +54,35 @@ def tune_bo(
     return {"result": exp.result, "trials": len(trials), "failed": sum(t.status == "failed" for t in trials)}
 
 
+def best_value(knob: Knob, value: object) -> int | str:
+    """A best trial's value as a setting: xtune records an enum knob's value as xrtd reads it
+    back, the index into the knob's `values`; the setting is the choice's name."""
+    if knob.values is not None:
+        return value if isinstance(value, str) else knob.values[int(value)]  # type: ignore[call-overload]
+    return int(value)  # type: ignore[call-overload]
+
+
 def host_values(keys: list[str]) -> dict[str, str | None]:
     return {k: sysctl(None, k) for k in sorted(keys)}
+
+
+def contenders_of(case: Case, place: Place) -> tuple[list[Contender], list[str]]:
+    """Defaults, the paper's profile and the TuneD profiles as this case can apply them; a profile
+    with nothing left to apply is not measured (it would be the defaults again) but listed."""
+    fresh = "a fresh loop device" if place.device else "a fresh namespace"
+    contenders = [Contender("defaults", f"the host's values at start ({fresh}: the kernel's)")]
+    contenders.append(from_slo_file(case.paper_file, place.netns, place.variables))
+    contenders += [tuned.contender(p, place.netns, device=place.device) for p in case.tuned_profiles]
+    if case.reach is not None:
+        why = f"not a {'/'.join(p + '*' for p in case.reach)} sysctl: out of the {case.name} case's reach"
+        for c in contenders:
+            limit(c, case.reach, why)
+    empty = [c for c in contenders[1:] if not c.settings]
+    missing = []
+    for c in empty:
+        reasons = "; ".join(sorted({str(n["reason"]) for n in c.not_applicable}))
+        missing.append(f"{c.name}: none of its settings applies here ({reasons})")
+    return [c for c in contenders if c not in empty], missing
 
 
 def run_case(
@@ -67,25 +97,23 @@ def run_case(
     work = Path(tempfile.mkdtemp(prefix=f"xtune-case-{case.name}-"))
     stack = contextlib.ExitStack()
     try:
-        with VethPair() as pair:
-            variables = {**case.variables(pair, work / "serve", quick), "BUDGET": str(budget)}
+        with case.place(work, quick) as place:
+            variables = {**place.variables, "BUDGET": str(budget)}
             bo_slo = load(case.bo_file, variables)
-            contenders = [
-                Contender("defaults", "the host's values at start (a fresh namespace: the kernel's)")
-            ]
-            contenders.append(from_slo_file(case.paper_file, pair.server, variables))
-            contenders += [tuned.contender(p, pair.server) for p in TUNED_PROFILES]
+            contenders, missing = contenders_of(case, place)
             contenders = [c for c in contenders if only is None or c.name in only]
             with_bo = only is None or "xtune-bo" in only
             bo_targets = {k.name: k.target for k in bo_slo.knobs}
             targets = sorted({t for c in contenders for t in c.settings} | set(bo_targets.values()))
-            keys = sorted({key_of(t)[0] for t in targets})
+            keys = sorted({key_of(t)[0] for t in targets if not is_sysfs(t)})
             before = host_values(keys)
-            defaults = defaults_of(targets, pair.server)
-            # xrtd's allow-list names exactly what the contenders set (net.* is its default).
+            defaults = defaults_of(targets, place.netns)
+            # xrtd's allow-list names exactly the sysctls the contenders set (net.* is its default;
+            # its default sysfs rule, /sys/block/*/queue/*, takes the loop device's queue).
             allow = ["sysctl:net.*"] + [f"sysctl:{k}*" for k in keys if not k.startswith("net.")]
             svc = stack.enter_context(Services(families=[], observe=False, allow=allow))
-            bo, best = {"trials": 0, "result": None}, None
+            bo: dict[str, Any] = {"trials": 0, "result": None}
+            best = None
             if with_bo:
                 log(f"{case.name}: xtune BO, budget {budget}")
                 bo = tune_bo(case, variables, svc.xrtd_socket, work, log)
@@ -94,15 +122,17 @@ def run_case(
                 "xtune-bo", f"{case.bo_file.name}: best of {bo['trials']} trials, measured again"
             )
             if best:
-                xtune.settings = {bo_targets[n]: int(v) for n, v in best.items()}
+                xtune.settings = {bo_targets[n]: best_value(bo_slo.knob(n), v) for n, v in best.items()}
                 contenders.append(xtune)
-            after_bo = defaults_of(targets, pair.server)
-            knobs = knobs_for(targets, pair.server)
+            after_bo = defaults_of(targets, place.netns)
+            knobs = knobs_for(targets, place.netns)
             no = refused(svc.xrtd_socket, knobs)
             drop(contenders, no)
             knobs = {t: k for t, k in knobs.items() if t not in no}
-            server = SERVERS[case.server](case.server, pair.server, case.port, work / "server")
-            (work / "server").mkdir()
+            server = None
+            if case.server is not None:
+                server = SERVERS[case.server](case.server, place.netns or "", case.port, work / "server")
+                (work / "server").mkdir()
             actuator = Actuator(svc.xrtd_socket, list(knobs.values()))
             try:
                 for c in contenders:
@@ -114,25 +144,32 @@ def run_case(
                     bo_slo.objective.expression, reps, log,
                 )  # fmt: skip
             finally:
-                server.stop()
+                if server is not None:
+                    server.stop()
                 actuator.close(restore=True)
-            restored_ns = defaults_of(targets, pair.server) == defaults
+            place_restored = defaults_of(targets, place.netns) == defaults
             stack.close()  # xrtd stops (restoring anything it still holds) before the check
         after = host_values(keys)
     finally:
         stack.close()
         shutil.rmtree(work, ignore_errors=True)
-    return {
+    if not best and with_bo:
+        missing.append("xtune-bo: no trial met the SLO")
+    out: dict[str, Any] = {
         "objective": bo_slo.objective.expression,
         "p99_metric": case.p99,
         "benchmark": bo_slo.benchmark.command,
         "bo": {**bo, "restored_after_bo": after_bo == defaults},
         "contenders": {c.name: summary(c, runs[c.name], case.p99) for c in contenders},
-        "missing_contenders": [] if best or not with_bo else ["xtune-bo: no trial met the SLO"],
+        "missing_contenders": missing,
         "host_restored": before == after,
-        "server_netns_restored": restored_ns,
+        # The server namespace's (or loop device's) values read again before it goes.
+        "place_restored": place_restored,
         "host_values_before": before,
     }
+    if place.device:
+        out["device_values_before"] = {t: v for t, v in defaults.items() if is_sysfs(t)}
+    return out
 
 
 def summary(c: Contender, runs: list[dict], p99: str) -> dict:

@@ -26,7 +26,7 @@ def test_web_case_two_contenders_restores_the_host() -> None:
     assert any(n["reason"].startswith("plugin [cpu]") for n in tuned["not_applicable"])
     for c in out["contenders"].values():
         assert c["failed_runs"] == 0 and c["objective"]["mean"] > 0
-    assert out["host_restored"] and out["server_netns_restored"]
+    assert out["host_restored"] and out["place_restored"]
     assert host_values(keys) == before
 
 

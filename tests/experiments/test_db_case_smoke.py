@@ -23,5 +23,5 @@ def test_db_case_defaults_parses_positive_tps() -> None:
     defaults = out["contenders"]["defaults"]
     assert defaults["failed_runs"] == 0
     assert defaults["objective"]["mean"] > 0 and defaults["p99_ms"]["mean"] > 0
-    assert out["host_restored"] and out["server_netns_restored"]
+    assert out["host_restored"] and out["place_restored"]
     assert host_values(keys) == before

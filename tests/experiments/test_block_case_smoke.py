@@ -1,0 +1,39 @@
+"""The block case for a few seconds: a loop device of its own over a file on the host's disk, fio
+on it, two contenders applied through xrtd (defaults, TuneD's throughput-performance: its [disk]
+readahead on the device's queue, its vm.* sysctls host-wide); fio's figures are parsed and
+positive, the host's sysctls equal before and after, and no loop device or file is left."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from cases import block
+from cases.run import host_values, run_case
+
+
+def loop_devices() -> set[str]:
+    return {p.name for p in Path("/sys/block").iterdir() if p.name.startswith("loop")}
+
+
+@pytest.mark.timeout(120)
+def test_block_case_two_contenders_restores_the_host() -> None:
+    for tool in ("fio", "losetup"):
+        assert shutil.which(tool), f"{tool} is missing: `make setup` installs scripts/apt-packages.txt"
+    keys = ["vm.dirty_ratio", "vm.dirty_background_ratio", "vm.swappiness"]
+    before, devices = host_values(keys), loop_devices()
+    out = run_case(block.CASE, reps=1, budget=1, quick=True, log=lambda _m: None,
+                   only={"defaults", "tuned-throughput-performance"})  # fmt: skip
+    assert set(out["contenders"]) == {"defaults", "tuned-throughput-performance"}
+    tuned = out["contenders"]["tuned-throughput-performance"]
+    readahead = [t for t in tuned["values"] if t.endswith("/queue/read_ahead_kb")]
+    assert len(readahead) == 1 and tuned["values"][readahead[0]] >= 4096
+    assert tuned["values"]["vm.swappiness"] == 10
+    assert any(n["key"] == "net.core.somaxconn" for n in tuned["not_applicable"])
+    assert readahead[0] in out["device_values_before"]
+    for c in out["contenders"].values():
+        assert c["failed_runs"] == 0 and c["objective"]["mean"] > 0 and c["p99_ms"]["mean"] > 0
+    assert out["host_restored"] and out["place_restored"]
+    assert host_values(keys) == before
+    assert loop_devices() == devices

@@ -1,0 +1,83 @@
+"""The block case's fio reader: fio's JSON document read into the case's figures; a document that
+lacks a field, or holds something other than a finite number there, is an error naming the job and
+the field."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+from cases.fio_json import FioOutputError, command, figures, parse
+
+
+def job(name: str, bw_bytes: int, iops: float, p99_ns: int) -> dict:
+    return {
+        "jobname": name,
+        "error": 0,
+        "read": {"bw_bytes": bw_bytes, "iops": iops, "clat_ns": {"percentile": {"99.000000": p99_ns}}},
+        "write": {"bw_bytes": 0, "iops": 0.0},
+    }
+
+
+DOC = {
+    "fio version": "fio-3.33",
+    "jobs": [
+        job("seq", 512 * 1024 * 1024, 131072.0, 25088),
+        job("rand", 200 * 1024 * 1024, 51200.5, 2899968),
+    ],
+}
+
+
+def test_figures() -> None:
+    assert figures(DOC) == {
+        "seq_read_mib_s": 512.0,
+        "seq_read_p99_ms": 0.025088,
+        "rand_read_iops": 51200.5,
+        "rand_read_mib_s": 200.0,
+        "rand_read_p99_ms": 2.899968,
+    }
+
+
+def test_notes_before_the_document_are_skipped() -> None:
+    text = "note: both iodepth >= 1 and synchronous I/O engine are selected\n" + json.dumps(DOC)
+    assert parse(text)["rand_read_iops"] == 51200.5
+
+
+def test_missing_percentile_names_job_and_field() -> None:
+    doc = copy.deepcopy(DOC)
+    del doc["jobs"][1]["read"]["clat_ns"]["percentile"]["99.000000"]
+    with pytest.raises(FioOutputError, match=r"job 'rand': field read\.clat_ns\.percentile\.99\.000000"):
+        figures(doc)
+
+
+def test_non_number_names_job_and_field() -> None:
+    doc = copy.deepcopy(DOC)
+    doc["jobs"][0]["read"]["bw_bytes"] = "fast"
+    with pytest.raises(FioOutputError, match=r"job 'seq': field read\.bw_bytes is 'fast', not a finite"):
+        figures(doc)
+
+
+def test_missing_job_and_failed_job() -> None:
+    with pytest.raises(FioOutputError, match=r"no job 'rand' \(jobs: \['seq'\]\)"):
+        figures({"jobs": DOC["jobs"][:1]})
+    doc = copy.deepcopy(DOC)
+    doc["jobs"][0]["error"] = 5
+    with pytest.raises(FioOutputError, match=r"job 'seq': field error is 5"):
+        figures(doc)
+
+
+def test_not_json() -> None:
+    with pytest.raises(FioOutputError, match="no JSON document"):
+        parse("fio: pid=0, err=2/file:filesetup.c:xxx\n")
+    with pytest.raises(FioOutputError, match="not a JSON document"):
+        parse('{"jobs": [')
+    with pytest.raises(FioOutputError, match="no field jobs"):
+        figures({"fio version": "fio-3.33"})
+
+
+def test_command_names_the_two_jobs_in_order() -> None:
+    cmd = command("/dev/loop8", "2")
+    assert cmd[:3] == ["fio", "--output-format=json", "--filename=/dev/loop8"]
+    assert cmd.index("--name=seq") < cmd.index("--name=rand") < cmd.index("--stonewall")
+    assert "--runtime=2" in cmd
