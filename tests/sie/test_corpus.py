@@ -35,6 +35,10 @@ def test_corpus_oracle(engine):
         assert {c.verdict for c in cases if c.program == prog} == {"pass"}, prog
     inlined = [c for c in passed if c.program == "inlined_callers" and c.opt == "-O2"]
     assert all(len(c.table.consts[0].spans) >= 2 for c in inlined), "one span per inlined caller"
+    # A switch compiled to a jump table: its targets resolved, the spans are jumps.
+    switches = [c for c in passed if c.program == "switch_table" and c.opt == "-O2"]
+    assert len(switches) == 2
+    assert all(s.patch == "jump" for c in switches for s in c.table.consts[0].spans), "jump-table targets"
     assert len(passed) / len(cases) >= oracle.PASS_RATE
 
 

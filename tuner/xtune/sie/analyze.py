@@ -8,6 +8,7 @@ from pathlib import Path
 
 from xtune.sie.differ import FunctionDiff, diff_data, diff_functions
 from xtune.sie.elfcode import ElfCode
+from xtune.sie.entries import Entries, function_entries
 from xtune.sie.lift import Unsupported, lift
 from xtune.sie.scope import (
     BinaryId,
@@ -206,6 +207,7 @@ def _function(d: FunctionDiff, code: ElfCode, values: list[int], const: PerfCons
         const.refusals.append(Refusal(d.name, "code shape depends on the constant", d.shape_error))
         return
     fn = code.functions[d.name]
+    entries = function_entries(code, fn, d.insns)
     covered: set[int] = set()
     seeds = {s.index: s for s in d.seeds}
     for seed in d.seeds:
@@ -213,7 +215,7 @@ def _function(d: FunctionDiff, code: ElfCode, values: list[int], const: PerfCons
             continue
         ins = d.insns[seed.index]
         try:
-            span = _span(d, fn.vaddr, fn.section, seed.index, seeds, values, persistent)
+            span = _span(d, fn.vaddr, fn.section, seed.index, seeds, values, persistent, entries)
         except (Unsupported, SynthError) as e:
             const.refusals.append(Refusal(d.name, str(e), f"+{ins.off:#x}: {ins.mnemonic} {ins.op_str}"))
             continue
@@ -236,10 +238,17 @@ class Escape(Exception):
 
 
 def _span(  # type: ignore[no-untyped-def]
-    d: FunctionDiff, vaddr: int, section: str, first: int, seeds: dict, values: list[int], persistent: bool
+    d: FunctionDiff,
+    vaddr: int,
+    section: str,
+    first: int,
+    seeds: dict,
+    values: list[int],
+    persistent: bool,
+    entries: Entries,
 ) -> Span:
     insns = d.insns
-    where = place(insns, first, vaddr)
+    where = place(insns, first, entries)
     lifted = lift(insns[first], seeds[first], values)
     pieces = []
     texts = []

@@ -8,6 +8,7 @@ import capstone as cs
 from capstone import x86_const as x
 
 from xtune.sie.disasm import Insn
+from xtune.sie.entries import Entries
 from xtune.sie.lift import family
 
 JMP_LEN = 5
@@ -16,6 +17,7 @@ CALLER_SAVED = ARG_REGS | {"rax", "r10", "r11", "rflags"}
 PASSED = "the value is passed to a callee"
 STORED = "the value is stored to memory other than the stack"
 ESCAPES = (PASSED, STORED)  # the value outlives the span: an old value stays in use after a change
+ENTER_ANYWHERE = "control may enter anywhere"  # an indirect jump whose targets are not known
 
 
 @dataclass
@@ -26,22 +28,16 @@ class Placement:
     reason: str  # why int3
 
 
-def branch_targets(insns: list[Insn], func_vaddr: int) -> set[int]:
-    """Function-relative offsets that a direct branch of the function jumps to."""
-    return {i.target - func_vaddr for i in insns if i.target is not None and (i.is_jump or i.is_call)}
-
-
-def place(insns: list[Insn], seed: int, func_vaddr: int) -> Placement:
+def place(insns: list[Insn], seed: int, entries: Entries) -> Placement:
     """The smallest run of whole instructions around the seed that holds a 5-byte jump.
 
-    Only the first instruction of the run may be entered from elsewhere (branch targets); calls
-    and indirect branches cannot be displaced; a direct jmp/jcc or a ret may end the run (a jump
-    is relocated as rel32). Tried forward from the seed first, then starting earlier."""
-    if any(i.indirect and i.is_jump for i in insns):
-        return Placement(
-            seed, seed, "int3", "the function has an indirect jump (jump table): targets unknown"
-        )
-    targets = branch_targets(insns, func_vaddr)
+    Only the first instruction of the run may be entered from elsewhere (`entries`: branch and
+    jump-table targets); calls and indirect branches cannot be displaced; a direct jmp/jcc or a
+    ret may end the run (a jump is relocated as rel32). Tried forward from the seed first, then
+    starting earlier."""
+    if entries.unknown:
+        return Placement(seed, seed, "int3", f"{ENTER_ANYWHERE}: {entries.unknown}")
+    targets = entries.offsets
     reason = "no run of instructions around it holds a 5-byte jump"
     for first in range(seed, max(-1, seed - 5), -1):
         if first < seed and not _displaceable(insns[first], last=False):

@@ -1,0 +1,65 @@
+"""Jump tables in the analysis: spans use a 5-byte jump where no table target (resolved from the ELF
+file with the bound proven from the code) falls inside it; an indirect jump whose table or bound is
+not proven keeps every span of the function an int3."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from targets import TARGETS
+from xtune.sie.analyze import analyze_binaries
+from xtune.sie.disasm import disassemble
+from xtune.sie.elfcode import ElfCode
+from xtune.sie.entries import function_entries
+from xtune.sie.scope import SourceLocation
+from xtune.sie.spans import ENTER_ANYWHERE
+
+VALUES = [64, 32, 16]  # imm8 in every build: the code's layout and the table stay the same
+
+
+def build(tmp_path, guard: int) -> list[Path]:
+    src = TARGETS / "jump_table.S"
+    paths = []
+    for v in VALUES:
+        out = tmp_path / f"pick-{guard}-{v}"
+        subprocess.run(["gcc", f"-DGUARD={guard}", f"-DK={v}", "-o", str(out), str(src)], check=True)
+        paths.append(out)
+    return paths
+
+
+def spans(paths: list[Path]):  # type: ignore[no-untyped-def]
+    const = analyze_binaries(paths, VALUES, "K", SourceLocation("jump_table.S", 0, "K")).consts[0]
+    assert not const.refusals, const.refusals
+    return sorted(const.spans, key=lambda s: s.start)
+
+
+def test_bounded_table_resolved(tmp_path):
+    paths = build(tmp_path, 0)
+    case0, case2 = spans(paths)
+    code = ElfCode(paths[0])
+    fn = code.functions["pick"]
+    entries = function_entries(code, fn, disassemble(code, fn))
+    assert not entries.unknown
+    [table] = entries.tables
+    assert len(table.targets) == 4
+    # Case 1 starts right after case 0's 4-byte `add` and only the table leads there: no jump fits.
+    assert case0.end in entries.offsets
+    assert (case0.patch, case0.end - case0.start) == ("int3", 4)
+    # Case 2's `add` and the next instruction, which nothing jumps to, hold the jump.
+    assert (case2.patch, case2.end - case2.start) == ("jump", 8)
+
+
+@pytest.mark.parametrize(
+    "guard, why",
+    [
+        (1, "no bounded table entry"),
+        (2, "no bounded table entry"),
+        (3, "no bounded table entry"),
+    ],
+)
+def test_unproven_bound_keeps_int3(tmp_path, guard, why):
+    for span in spans(build(tmp_path, guard)):
+        assert span.patch == "int3"
+        assert span.patch_reason.startswith(ENTER_ANYWHERE) and why in span.patch_reason, span.patch_reason
