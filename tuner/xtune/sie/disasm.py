@@ -45,7 +45,8 @@ class Insn:
     @property
     def ends_flow(self) -> bool:
         """No fall-through: ret, unconditional jmp, ud2/hlt."""
-        return self.mnemonic in ("jmp", "ret", "ud2", "hlt") or self.ci.group(cs.CS_GRP_RET)
+        # The last word: `notrack jmp` (CET) and `bnd jmp` are jumps too.
+        return self.mnemonic.split()[-1] in ("jmp", "ret", "ud2", "hlt") or self.ci.group(cs.CS_GRP_RET)
 
     @property
     def indirect(self) -> bool:

@@ -21,18 +21,19 @@ def function_entries(code: ElfCode, fn: Function, insns: list[Insn]) -> Entries:
     """Targets of the function's direct branches, of the direct branches of its split-off cold part
     (`FUNC.cold`, which jumps back into it) and of its jump tables."""
     offsets = _direct_targets(insns, fn)
+    cold: list[Insn] = []
     for part in _cold_parts(code, fn):
-        cold = disassemble(code, part)
+        cold += disassemble(code, part)
         if any(i.is_jump and i.indirect for i in cold):
             return Entries(offsets, f"its cold part {part.name} has an indirect jump", [])
-        offsets |= _direct_targets(cold, fn)
+    offsets |= _direct_targets(cold, fn)
     if not any(i.is_jump and i.indirect for i in insns):
         return Entries(offsets, "", [])
     try:
-        tables = resolve(code, fn, insns, offsets)
+        tables = resolve(code, fn, insns, offsets, cold)
         inside = _inside(tables, fn, insns)
         # A table's target may begin another table's block: check again with every entry known.
-        if resolve(code, fn, insns, offsets | inside) != tables:
+        if resolve(code, fn, insns, offsets | inside, cold) != tables:
             raise Unresolved("the tables' targets change what the blocks prove")
     except Unresolved as e:
         return Entries(offsets, f"jump table not resolved: {e}", [])

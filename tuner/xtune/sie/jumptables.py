@@ -27,6 +27,7 @@ from xtune.sie.lift import family
 
 MAX_ENTRIES = 4096  # a bound above this is no switch table a compiler would emit
 BLOCK_LIMIT = 32  # instructions looked at before the jump
+CALLEE_SAVED = {"rbx", "rbp", "r12", "r13", "r14", "r15"}
 
 
 @dataclass(frozen=True)
@@ -66,25 +67,131 @@ class Unresolved(Exception):
     """An indirect jump whose targets cannot be proven; the message says why."""
 
 
-def resolve(code: ElfCode, fn: Function, insns: list[Insn], entries: set[int]) -> list[JumpTable]:
+def resolve(
+    code: ElfCode, fn: Function, insns: list[Insn], entries: set[int], cold: list[Insn]
+) -> list[JumpTable]:
     """The table of every indirect jump of `fn`; raises Unresolved for the first that has none.
 
     `entries`: function-relative offsets that branches (direct ones and other tables) reach; none
-    may fall inside a jump's block after its first instruction."""
-    out = []
-    for k, ins in enumerate(insns):
-        if ins.is_jump and ins.indirect:
-            where = f"`{ins.mnemonic} {ins.op_str}` at +{ins.off:#x}"
-            if code.elf_type == "REL":
-                raise Unresolved(f"{where}: jump tables of an object file are relocations")
+    may fall inside a jump's block after its first instruction. `cold`: the function's split-off
+    cold part, which it jumps to and which jumps back."""
+    jumps = [k for k, ins in enumerate(insns) if ins.is_jump and ins.indirect]
+    if jumps and code.elf_type == "REL":
+        raise Unresolved("jump tables of an object file are relocations")
+    bases = _hoisted_bases(insns)
+    tables: dict[int, JumpTable] = {}
+    why: dict[int, str] = {}
+    progress = True
+    while progress:  # a hoisted base is proven with the edges of the tables resolved so far
+        progress = False
+        for k in (k for k in jumps if k not in tables):
             try:
-                out.append(_resolve_one(code, fn, insns, k, entries))
+                tables[k] = _resolve_one(code, insns, k, entries, {})
             except Unresolved as e:
-                raise Unresolved(f"{where}: {e}") from None
+                why[k] = str(e)
+                for fam, (lea, table) in bases.items():
+                    try:
+                        found = _resolve_one(code, insns, k, entries, {fam: table})
+                    except Unresolved:
+                        continue
+                    if _only_definition(insns, fn, lea, k, fam, cold, tables):
+                        tables[k] = found
+                        break
+            progress = progress or k in tables
+    for k in jumps:
+        if k not in tables:
+            ins = insns[k]
+            raise Unresolved(f"`{ins.mnemonic} {ins.op_str}` at +{ins.off:#x}: {why[k]}")
+    return [tables[k] for k in jumps]
+
+
+def _hoisted_bases(insns: list[Insn]) -> dict[str, tuple[int, Table]]:
+    """Callee-saved registers loaded with a table's address once in the function (`lea R,
+    [rip + TABLE]`), e.g. before a loop; other writes (the epilogue's pop) are checked by
+    `_only_definition`."""
+    leas: dict[str, list[tuple[int, Table]]] = {}
+    for ins in insns:
+        ops = ins.ci.operands
+        if ins.mnemonic == "lea" and ops[0].size == 8 and ops[1].mem.base == x.X86_REG_RIP:
+            fam = family(ins.ci.reg_name(ops[0].reg))
+            if fam in CALLEE_SAVED and not ops[1].mem.index:
+                addr = ins.ci.address + ins.size + ops[1].mem.disp
+                leas.setdefault(fam, []).append((ins.index, Table(addr)))
+    return {fam: found[0] for fam, found in leas.items() if len(found) == 1}
+
+
+def _only_definition(
+    insns: list[Insn],
+    fn: Function,
+    lea: int,
+    jump: int,
+    fam: str,
+    cold: list[Insn],
+    tables: dict[int, JumpTable],
+) -> bool:
+    """Does every path to `jump` pass `lea` after any other value of `fam`? The paths searched
+    start where the register holds something else: the function's entry and after every other
+    write; they stop at `lea`. Calls keep a callee-saved register. A jump into the cold part
+    leads to every place it jumps back to, which start paths of their own if it writes `fam`."""
+    index_of = {i.off: i.index for i in insns}
+    returns = (i.target - fn.vaddr for i in cold if i.target is not None)
+    back = [index_of[off] for off in returns if off in index_of]
+    cold_addrs = {i.ci.address for i in cold}
+    work = [0, *back] if any(_writes(i, fam) for i in cold) else [0]
+    for ins in insns:
+        if ins.index != lea and _writes(ins, fam):
+            succ = _successors(insns, ins.index, fn, index_of, tables, cold_addrs, back)
+            if succ is None:
+                return False
+            work.extend(succ)
+    seen: set[int] = set()
+    while work:
+        k = work.pop()
+        if k == jump:
+            return False
+        if k in seen or k == lea:
+            continue
+        seen.add(k)
+        succ = _successors(insns, k, fn, index_of, tables, cold_addrs, back)
+        if succ is None:  # an indirect jump not resolved yet: it may lead anywhere
+            return False
+        work.extend(succ)
+    return True
+
+
+def _writes(ins: Insn, fam: str) -> bool:
+    return any(family(ins.ci.reg_name(r)) == fam for r in ins.ci.regs_access()[1])
+
+
+def _successors(
+    insns: list[Insn],
+    k: int,
+    fn: Function,
+    index_of: dict[int, int],
+    tables: dict[int, JumpTable],
+    cold_addrs: set[int],
+    back: list[int],
+) -> list[int] | None:
+    """Instructions of the function that can run after insns[k] (None: not known)."""
+    ins = insns[k]
+    if ins.is_jump and ins.indirect:
+        if k not in tables:
+            return None
+        targets = tables[k].targets
+    else:
+        targets = [ins.target] if ins.target is not None else []
+    out = [index_of[t - fn.vaddr] for t in targets if t - fn.vaddr in index_of]
+    if any(t in cold_addrs for t in targets):
+        out.extend(back)
+    if not ins.ends_flow and k + 1 < len(insns):
+        out.append(k + 1)
     return out
 
 
-def _resolve_one(code: ElfCode, fn: Function, insns: list[Insn], jump: int, entries: set[int]) -> JumpTable:
+def _resolve_one(
+    code: ElfCode, insns: list[Insn], jump: int, entries: set[int], state: dict[str, Value]
+) -> JumpTable:
+    """The table of insns[jump] from its block; `state`: what is known on entry to the block."""
     first = jump
     while first > 0 and jump - first < BLOCK_LIMIT:
         prev = insns[first - 1]
@@ -92,7 +199,7 @@ def _resolve_one(code: ElfCode, fn: Function, insns: list[Insn], jump: int, entr
         if insns[first].off in entries or prev.ends_flow or prev.is_call or prev.indirect:
             break
         first -= 1
-    state: dict[str, Value] = {}
+    state = dict(state)
     upper_zero: set[str] = set()  # families whose last write zeroed bits 32..63
     k = first
     while k < jump:
