@@ -20,15 +20,9 @@ import typer
 from xtune.sie.analyze import binary_id
 from xtune.sie.differ import diff_functions
 from xtune.sie.elfcode import ElfCode
-from xtune.sie.kernel.source import (
-    Define,
-    KernelBuildError,
-    KernelEnv,
-    build_unit,
-    find_define,
-    units_using,
-)
+from xtune.sie.kernel.source import Define, KernelBuildError, KernelEnv, build_unit, find_define
 from xtune.sie.kernel.spans import XSIE_REG, KernelFunction, KernelSpan, kernel_function
+from xtune.sie.kernel.units import Discovery, discover_units
 from xtune.sie.kernel.verify import build_id, matches, vmlinux
 from xtune.sie.scope import (
     BinaryId,
@@ -65,7 +59,7 @@ def candidate_values(orig: int) -> list[list[int]]:
 
 
 def analyze_const(
-    env: KernelEnv, name: str, values: list[int] | None = None, unit: str = "", fresh: bool = False
+    env: KernelEnv, name: str, values: list[int] | None = None, fresh: bool = False
 ) -> PerfConst:
     define = find_define(env.source, name)
     if values and values[0] != define.value:
@@ -73,9 +67,10 @@ def analyze_const(
     if values and len(values) < 3:
         raise KernelBuildError(f"{name}: need the original and two other values, got {values}")
     image = vmlinux(env)
+    found = discover_units(env, define)
     attempt: PerfConst | None = None
     for vals in [values] if values else candidate_values(define.value):
-        attempt = _analyze_values(env, define, vals, unit, image, fresh)
+        attempt = _analyze_values(env, define, vals, found, image, fresh)
         if not any(r.reason.startswith("code shape") for r in attempt.refusals):
             break
     assert attempt is not None
@@ -83,11 +78,32 @@ def analyze_const(
 
 
 def _analyze_values(
-    env: KernelEnv, define: Define, vals: list[int], unit: str, image: bytes, fresh: bool
+    env: KernelEnv, define: Define, vals: list[int], found: Discovery, image: bytes, fresh: bool
 ) -> PerfConst:
     const = PerfConst(define.name, SourceLocation(define.file, define.line, define.name), vals, [], [])
-    for u in [unit] if unit else units_using(env.source, define):
-        _add_spans([ElfCode(build_unit(env, define, u, v, fresh)) for v in vals], const, u, image)
+    const.refusals += [Refusal("", reason, where) for where, reason in found.refusals]
+    for u in found.units:
+        if u.source.endswith(".S"):
+            const.refusals.append(
+                Refusal(
+                    "",
+                    f"assembly unit {u.source} uses it: spans are derived from gcc's code only",
+                    "retune it after moving the use into C, or with a span written by hand",
+                )
+            )
+            continue
+        codes = [ElfCode(build_unit(env, define, u.object, v, fresh)) for v in vals]
+        if not u.module:
+            _add_spans(codes, const, u.object, image)
+        elif differs := [d.name for d in diff_functions(codes)]:
+            const.refusals.append(
+                Refusal(
+                    "",
+                    f"module {u.module} ({u.object}) depends on it in {', '.join(differs[:5])}: "
+                    "spans are placed in vmlinux only (the spans file names vmlinux's build id)",
+                    "it would need the module's build id and its bytes checked like vmlinux's",
+                )
+            )
     if not const.spans and not const.refusals:
         const.refusals.append(Refusal("", "no function's code depends on the constant"))
     return const

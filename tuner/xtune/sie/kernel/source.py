@@ -59,36 +59,69 @@ class Define:
 
 
 def find_define(src: Path, name: str, file: str = "") -> Define:
-    """The `#define NAME <integer>` of a perf-const (searched in include/, block/, kernel/, mm/, net/)."""
+    """The `#define NAME <integer>` of a perf-const, searched in the whole tree (or in `file`);
+    more than one such define in files this kernel may compile is refused."""
     pattern = re.compile(rf"^\s*#\s*define\s+{re.escape(name)}\s+\(?\s*(\d+)[uUlL]*\s*\)?\s*(/\*.*)?$")
-    candidates = [src / file] if file else []
+    candidates = [file] if file else []
     if not file:
         grep = subprocess.run(
-            ["grep", "-rlE", rf"#\s*define\s+{name}\b", "include", "block", "kernel", "mm", "net", "fs"],
+            ["grep", "-rlE", "--include=*.[chS]", rf"#\s*define\s+{name}\b", "."],
             cwd=src,
             capture_output=True,
             text=True,
         )
-        candidates = [src / p for p in grep.stdout.split()]
+        paths = [p.removeprefix("./") for p in grep.stdout.split()]
+        candidates = sorted(p for p in paths if in_this_arch(p))
+    found = []
     for path in candidates:
-        for n, text in enumerate(path.read_text(errors="replace").splitlines(), 1):
+        for n, text in enumerate((src / path).read_text(errors="replace").splitlines(), 1):
             m = pattern.match(text)
             if m:
-                return Define(str(path.relative_to(src)), n, name, int(m.group(1)))
-    raise KernelBuildError(f"no `#define {name} <integer>` found in {file or 'the kernel tree'}")
+                found.append(Define(path, n, name, int(m.group(1))))
+    if len(found) > 1:
+        raise KernelBuildError(
+            f"`#define {name}` is given a value at {len(found)} places "
+            f"({', '.join(f'{d.file}:{d.line}' for d in found[:6])}): not one constant"
+        )
+    if not found:
+        raise KernelBuildError(f"no `#define {name} <integer>` found in {file or 'the kernel tree'}")
+    return found[0]
 
 
-def units_using(src: Path, define: Define) -> list[str]:
-    """Objects (x/y.o) whose .c file names the constant; a header define may be used in several."""
-    if define.file.endswith(".c"):
-        return [define.file[:-2] + ".o"]
-    grep = subprocess.run(
-        ["grep", "-rlw", "--include=*.c", define.name, "block", "kernel", "mm", "net", "fs", "lib"],
+def in_this_arch(path: str) -> bool:
+    """A file an x86 unit of this kernel can compile or include: not another architecture's,
+    nor a host tool's."""
+    if path.startswith(("tools/", "scripts/", "Documentation/")):
+        return False
+    return not (path.startswith("arch/") and not path.startswith("arch/x86/"))
+
+
+def tree_files(env: KernelEnv) -> list[str]:
+    """Every .c, .h and .S file of the tree (cached per release)."""
+    cache = env.cache / "tree-files.txt"
+    if not cache.exists():
+        found = sorted(
+            str(p.relative_to(env.source)) for ext in ("c", "h", "S") for p in env.source.rglob(f"*.{ext}")
+        )
+        cache.write_text("\n".join(found) + "\n")
+    return cache.read_text().split()
+
+
+def grep_files(src: Path, files: list[str], names: set[str]) -> list[str]:
+    """The files among `files` in which any of `names` occurs as a word (comments included)."""
+    if not names:
+        return []
+    patterns = [a for n in sorted(names) for a in ("-e", n)]
+    run = subprocess.run(
+        ["xargs", "-0", "-P2", "-n2000", "grep", "-lwF", *patterns, "--"],
+        input="\0".join(files),
         cwd=src,
         capture_output=True,
         text=True,
     )
-    return sorted(p[:-2] + ".o" for p in grep.stdout.split())
+    if run.returncode not in (0, 123):  # 123: some grep found nothing
+        raise KernelBuildError(f"grep over {src} failed: {run.stderr.strip()[-300:]}")
+    return sorted(set(run.stdout.split()))
 
 
 def build_unit(env: KernelEnv, define: Define, unit: str, value: int, fresh: bool = False) -> Path:
