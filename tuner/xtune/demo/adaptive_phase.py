@@ -26,6 +26,7 @@ from rich.table import Table
 
 from xtune import paths
 from xtune.config import load_text
+from xtune.config.units import format_value
 from xtune.demo.dataplane_load import loadgen, phase_p99, throughput
 from xtune.demo.dataplane_policy import (
     FEATURES,
@@ -50,6 +51,7 @@ from xtune.sie.analyze import analyze
 from xtune.sie.spec import load_spec
 from xtune.signals.frames import ShmFrameReader
 from xtune.signals.recording import RecordingWriter
+from xtune.tuning.console import is_ascii
 from xtune.tuning.loop import FramePump
 from xtune.tuning.metrics import Metrics
 
@@ -220,13 +222,14 @@ def _live(
     return doc
 
 
-def _ms(us: float) -> str:
-    return f"{us / 1000:.2f} ms"
-
-
 def _print(
     console: Console, before: dict, after: dict, compiled: int, changes: int, card: dict, restored: bool
 ) -> None:
+    ascii = is_ascii(console)
+
+    def latency(us: float) -> str:
+        return format_value(us, "us", ascii)
+
     table = Table(title="xtune adaptive: before / after (client-measured)")
     table.add_column("")
     table.add_column(f"before ({CONST} {compiled} static)", justify="right")
@@ -235,15 +238,21 @@ def _print(
     table.add_row(f"{CONST} values in effect", str(compiled), ", ".join(map(str, used)))
     for b, a in zip(before["phases"], after["phases"], strict=True):
         label = f"client p99, phase {b['phase'] + 1} ({b['rate']:.0f} req/s, {b['flows']} flows)"
-        table.add_row(label, _ms(b["p99_us"]), _ms(a["p99_us"]))
-    table.add_row("client p99, mean of the phases", _ms(phase_p99(before)), _ms(phase_p99(after)))
-    table.add_row("client p99, all requests pooled", _ms(before["p99_us"]), _ms(after["p99_us"]))
-    table.add_row("throughput (answered req/s)", f"{throughput(before):.0f}", f"{throughput(after):.0f}")
+        table.add_row(label, latency(b["p99_us"]), latency(a["p99_us"]))
+    table.add_row("client p99, mean of the phases", latency(phase_p99(before)), latency(phase_p99(after)))
+    table.add_row("client p99, all requests pooled", latency(before["p99_us"]), latency(after["p99_us"]))
+    table.add_row(
+        "throughput (answered)",
+        format_value(throughput(before), "req/s"),
+        format_value(throughput(after), "req/s"),
+    )
     table.add_row(f"value changes (the tree from its fallback {after['values'][0][1]})", "0", str(changes))
     lat = card.get("decision_us") or {}
     if lat:
         table.add_row(
-            "tree decision (card, compiled) p50 / p99", "", f"{lat['p50']:.2f} / {lat['p99']:.2f} us"
+            "tree decision (card, compiled) p50 / p99",
+            "",
+            f"{format_value(lat['p50'], 'us', ascii)} / {format_value(lat['p99'], 'us', ascii)}",
         )
     console.print(table)
     held = (card.get("heldout") or {}).get("accuracy")
@@ -256,7 +265,7 @@ def _print(
     b, a = phase_p99(before), phase_p99(after)
     tb, ta = throughput(before), throughput(after)
     console.print(
-        f"after: {_ms(a)} mean phase p99 vs {_ms(b)} before, against the compiled value {compiled}: "
+        f"after: {latency(a)} mean phase p99 vs {latency(b)} before, against the compiled value {compiled}: "
         f"{'lower' if a < b else 'not lower'} in this run; throughput after / before {ta / tb:.2f}; "
         f"{changes} value changes. One short run each: the best static value and "
         "the per-phase oracle are measured by experiments/bench_adaptive_dataplane.py"

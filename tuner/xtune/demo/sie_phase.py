@@ -23,6 +23,7 @@ from rich.console import Console
 from xtune import paths
 from xtune.config import load
 from xtune.config.schema import SloFile
+from xtune.config.units import format_value
 from xtune.demo.dataplane_load import loadgen
 from xtune.host.services import Services, free_port
 from xtune.knobs.table import KnobClient
@@ -31,6 +32,7 @@ from xtune.sie.analyze import analyze
 from xtune.sie.scope import ScopeTable
 from xtune.sie.spec import load_spec
 from xtune.trials.store import Store
+from xtune.tuning.console import is_ascii
 from xtune.tuning.job import run_job
 from xtune.tuning.loop import RunResult
 from xtune.tuning.metrics import Metrics
@@ -142,7 +144,7 @@ def run_sie_phase(out: Path, store: Store, short: bool, budget: int | None, cons
     )
     console.print(
         "client-measured p50 latency (load generator, send to reply): "
-        + ", ".join(f"{CONST} {v}: {us:.0f} us" for v, us in p50.items())
+        + ", ".join(f"{CONST} {v}: {format_value(us, 'us', is_ascii(console))}" for v, us in p50.items())
     )
     report = job.write_report(out / "report-sie", console)
     return SiePhase(result, report, restored, p50)
