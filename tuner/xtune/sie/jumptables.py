@@ -32,10 +32,10 @@ CALLEE_SAVED = {"rbx", "rbp", "r12", "r13", "r14", "r15"}
 
 @dataclass(frozen=True)
 class Index:
-    """A register bounded to 0..bound: in its low `width` bytes, or as a whole (`full`)."""
+    """A register bounded to 0..bound: as compared (`reg`, e.g. al of rax), or as a whole (`full`)."""
 
     bound: int
-    width: int
+    reg: int  # capstone register id
     full: bool
 
 
@@ -222,7 +222,7 @@ def _resolve_one(
         return JumpTable(ins.off, v.table, _read(code, v.table, v.bound, 4, relative=True))
     if op.type == x.X86_OP_MEM and code.elf_type == "EXEC":
         m = op.mem
-        idx = state.get(family(ins.ci.reg_name(m.index))) if m.index else None
+        idx = state.get(_reg64(ins.ci, m.index))
         if m.base or m.segment or m.scale != 8 or not isinstance(idx, Index) or not idx.full:
             raise Unresolved("the memory operand is no bounded index into an absolute table")
         return JumpTable(ins.off, m.disp, _read(code, m.disp, idx.bound, 8, relative=False))
@@ -239,14 +239,22 @@ def _bound(ins: Insn, state: dict[str, Value], upper_zero: set[str]) -> None:
     if bound >= MAX_ENTRIES:
         return
     full = a.size == 8 or (a.size == 4 and fam in upper_zero)
-    state[fam] = Index(bound, a.size, full)
+    state[fam] = Index(bound, a.reg, full)
 
 
-def _bounded(v: Value | None, size: int) -> int | None:
-    """The bound of a register read with `size` bytes, when what it holds is a bounded index."""
+def _reg64(ci, reg: int) -> str:  # type: ignore[no-untyped-def]
+    """The name of a 64-bit register used in an address ("" for none, or a 32-bit one: an
+    address-size prefix, which this analysis does not follow)."""
+    name = ci.reg_name(reg) if reg else ""
+    return name if name and family(name) == name else ""
+
+
+def _bounded(v: Value | None, reg: int, size: int) -> int | None:
+    """The bound of register `reg` (`size` bytes) when it holds a bounded index, whole or part
+    (any part of a whole index ≤ bound < 2**(8·size) is ≤ bound too)."""
     if not isinstance(v, Index):
         return None
-    if v.width == size or (v.full and v.bound < 1 << (8 * size)):
+    if v.reg == reg or (v.full and v.bound < 1 << (8 * size)):
         return v.bound
     return None
 
@@ -281,8 +289,8 @@ def _value(ins: Insn, state: dict[str, Value]) -> Value | None:
         if m == "lea" and mem.base == x.X86_REG_RIP and not mem.index and dst.size == 8:
             return Table(ci.address + ci.size + mem.disp)
         if m == "movsxd" and dst.size == 8 and src.size == 4 and not mem.segment and mem.disp == 0:
-            base = state.get(family(ci.reg_name(mem.base))) if mem.base else None
-            idx = state.get(family(ci.reg_name(mem.index))) if mem.index else None
+            base = state.get(_reg64(ci, mem.base))
+            idx = state.get(_reg64(ci, mem.index))
             if isinstance(base, Table) and isinstance(idx, Index) and idx.full and mem.scale == 4:
                 return Entry(base.addr, idx.bound, added=False)
         return None
@@ -290,8 +298,8 @@ def _value(ins: Insn, state: dict[str, Value]) -> Value | None:
         return None
     held = state.get(family(ci.reg_name(src.reg)))
     if m == "movzx" and src.size < 4 or m == "mov" and dst.size == src.size and dst.size in (4, 8):
-        bound = _bounded(held, src.size)  # zero-extended to 64 bits by the write
-        return None if bound is None else Index(bound, 8, True)
+        bound = _bounded(held, src.reg, src.size)  # zero-extended to 64 bits by the write
+        return None if bound is None else Index(bound, dst.reg, True)
     if m == "add" and dst.size == 8 and src.size == 8:
         pair = (state.get(family(ci.reg_name(dst.reg))), held)
         for entry, table in (pair, pair[::-1]):
