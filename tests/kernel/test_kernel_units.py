@@ -44,6 +44,9 @@ def test_each_use_is_attributed_to_its_macro_function_or_declaration() -> None:
         (13, "LIMIT", "static-function", "under"),
         (15, "LIMIT", "if", ""),
     }
+    split = "#ifdef A\nstatic int f(int a) {\n#else\nstatic int f(void) {\n#endif\nreturn LIMIT; }\nint g;\n"
+    assert [(u.kind, u.owner) for u in ctokens.uses(split, {"LIMIT"})] == [("static-function", "f")]
+    assert ctokens.uses("int f(void) { return LIMIT;\n", {"LIMIT"})[-1].kind == "unbalanced"
     asm = ctokens.uses("\tmov $LIMIT, %eax\n# LIMIT\n", {"LIMIT"}, assembly=True)
     assert [u.kind for u in asm] == ["code"]
 

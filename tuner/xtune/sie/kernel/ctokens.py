@@ -29,7 +29,8 @@ class Use:
     line: int
     name: str  # the name used
     # "macro", "if", "function", "static-function", "declaration", "code" (assembly) or
-    # "signature": `NAME(` at file scope, a function declared or defined, or a macro invoked
+    # "signature": `NAME(` at file scope, a function declared or defined, or a macro invoked;
+    # "unbalanced": the file's braces do not balance, its uses cannot be attributed
     kind: str
     owner: str  # the macro or function that uses it ("" for if/declaration/code)
 
@@ -57,17 +58,32 @@ def logical_lines(text: str) -> list[tuple[int, str]]:
     return out
 
 
+@dataclass
+class _Scope:
+    depth: int = 0  # brace depth at file scope
+    head: tuple[str, ...] = ()  # tokens of the file-scope declaration being read
+    owner: str = ""  # the function whose body is open, "" inside a declaration's braces
+    static: bool = False
+
+
 def uses(text: str, names: set[str], assembly: bool = False) -> list[Use]:
     """Every use of `names` in a C file or header (or, with `assembly`, a .S file: outside
-    directives every use is code)."""
+    directives every use is code). The braces of the first branch of each `#if` count (the
+    others restart from where it began: each branch may open the same function its own way);
+    when they do not balance, a last use of kind "unbalanced" says the attribution is unsure."""
     found: list[Use] = []
-    depth = 0  # brace depth at file scope
-    head: list[str] = []  # tokens of the file-scope declaration being read
-    owner = ""  # the function whose body is open, "" inside a declaration's braces
-    static = False
+    at = _Scope()
+    branches: list[_Scope] = []  # the scope at each open #if
     for line_no, line in logical_lines(text):
         stripped = line.lstrip()
         if stripped.startswith("#"):
+            keyword = (_TOKEN.findall(stripped[1:]) or [""])[0]
+            if keyword in ("if", "ifdef", "ifndef"):
+                branches.append(_Scope(**at.__dict__))
+            elif keyword in ("elif", "else") and branches:
+                at = _Scope(**branches[-1].__dict__)
+            elif keyword == "endif" and branches:
+                branches.pop()
             found += _directive_uses(line_no, stripped[1:], names)
             continue
         toks = _TOKEN.findall(line)
@@ -75,26 +91,32 @@ def uses(text: str, names: set[str], assembly: bool = False) -> list[Use]:
             if tok in names:
                 if assembly:
                     found.append(Use(line_no, tok, "code", ""))
-                elif depth and owner:
-                    found.append(Use(line_no, tok, "static-function" if static else "function", owner))
-                elif depth == 0 and toks[i + 1 : i + 2] == ["("]:
+                elif at.depth and at.owner:
+                    kind = "static-function" if at.static else "function"
+                    found.append(Use(line_no, tok, kind, at.owner))
+                elif at.depth == 0 and toks[i + 1 : i + 2] == ["("]:
                     found.append(Use(line_no, tok, "signature", ""))
                 else:
                     found.append(Use(line_no, tok, "declaration", ""))
-            if assembly:
-                continue
-            if tok == "{":
-                if depth == 0:
-                    owner = _function_name(head)
-                    static = "static" in head
-                depth += 1
-            elif tok == "}":
-                depth = max(depth - 1, 0)
-                if depth == 0:
-                    head, owner = [], ""
-            elif depth == 0:
-                head = [] if tok == ";" else [*head, tok]
+            if not assembly:
+                _step(at, tok)
+    if found and at.depth and not assembly:
+        found.append(Use(line_no, "", "unbalanced", ""))
     return found
+
+
+def _step(at: _Scope, tok: str) -> None:
+    if tok == "{":
+        if at.depth == 0:
+            at.owner = _function_name(list(at.head))
+            at.static = "static" in at.head
+        at.depth += 1
+    elif tok == "}":
+        at.depth = max(at.depth - 1, 0)
+        if at.depth == 0:
+            at.head, at.owner = (), ""
+    elif at.depth == 0:
+        at.head = () if tok == ";" else (*at.head, tok)
 
 
 def _directive_uses(line_no: int, directive: str, names: set[str]) -> list[Use]:

@@ -56,6 +56,7 @@ def discover(src: Path, define: Define, by_source: dict[str, list[Unit]], files:
             for f in grep_files(src, files, new):
                 _classify(src, f, found, code, local=f in by_source or not f.endswith(".h"))
     _add_units(src, files, by_source, code, found)
+    found.refusals = sorted(set(found.refusals))  # a file is read again when it uses a new name
     return found
 
 
@@ -66,12 +67,17 @@ def _classify(src: Path, f: str, found: Discovery, code: set[str], local: bool) 
     text = (src / f).read_text(errors="replace")
     for use in ctokens.uses(text, found.names, assembly=f.endswith(".S")):
         where = f"{f}:{use.line}"
-        if use.kind == "if":
+        if use.kind == "unbalanced":
+            found.refusals.append((f, "its braces do not balance: uses cannot be given to a function"))
+        elif use.kind == "if":
             found.refusals.append(
                 (where, f"`#if` on {use.name}: the code other values select is in no analyzed build")
             )
-        elif use.kind == "signature" and use.name in found.functions:
-            continue  # the function's own prototype or definition
+        elif use.kind in ("declaration", "signature") and use.name in found.functions:
+            if local:
+                code.add(f)  # a prototype, or the function's address taken: its copy is here
+            elif use.kind == "declaration":
+                found.refusals.append((where, f"{use.name} is referred to at file scope in a header"))
         elif use.kind in ("declaration", "signature"):
             found.refusals.append(
                 (
