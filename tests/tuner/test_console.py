@@ -1,5 +1,6 @@
 """What `xtune run` prints: objectives with units, no empty SLO parts for a run without SLO lines,
-one line per event (no blank lines), and ASCII only when the terminal cannot show Unicode."""
+one line per event (no blank lines), and ASCII only when the terminal cannot show Unicode; what
+`xtune train` says of the model it wrote."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 from rich.console import Console
+from xtune.cli.tune import card_text
 from xtune.config import load_text
 from xtune.config.units import expression_unit, format_spread, format_value
 from xtune.signals.frames import Catalog, SignalInfo
@@ -150,3 +152,23 @@ def test_make_console_ascii(capsys: pytest.CaptureFixture[str]) -> None:
     before_after(_result(1), console, RunUnits("us", ["calls/s"]))
     out = capsys.readouterr().out
     assert out.isascii() and "412 us +/- 7.00 us" in out and "+--" in out
+
+
+def test_model_card_as_a_sentence() -> None:
+    """A sweep-trained tree's card (as train_regimes writes it) read as a sentence, not a dict."""
+    card = {
+        "samples": 4439,
+        "depth": 6,
+        "leaves": 20,
+        "regimes": {"4f_2k": 8, "64f_32k": 16},
+        "labels_robust": {"4f_2k": 4, "64f_32k": 16},
+        "fallback": 16,
+        "training_accuracy": 0.9253830779480346,
+        "heldout": {"accuracy": 0.4088541666666667, "windows": 1152, "regret_mean": 2.5698924731182795},
+        "decision_us": {"p50": 0.12, "p99": 0.181},
+    }
+    assert card_text(card) == (
+        "tree depth 6, 20 leaves from 4439 windows; labels per regime 4f_2k: 4, 64f_32k: 16; fallback 16;"
+        " training accuracy 92.5 %; held-out accuracy 40.9 % over 1152 windows, mean regret 2.57x the"
+        " best value's objective; a decision takes 120 ns (p50), 181 ns (p99)"
+    )

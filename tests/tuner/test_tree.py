@@ -3,12 +3,14 @@ compiled to straight-line code."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 from conftest import Lab
+from xtune import paths
 from xtune.config import load_text
 from xtune.knobs.actuator import Actuator
 from xtune.learning.replay import replay_policy
@@ -103,6 +105,12 @@ def test_tree_reproduces_recorded_decisions(lab: Lab, tmp_path: Path) -> None:
     )
     assert agree / n >= 0.99, f"{agree}/{n} decisions reproduced"
     assert model.card["samples"] == n and model.card["training_accuracy"] >= 0.99
+    # `xtune train` says what it fitted in a sentence, not the card's dict.
+    args = [str(paths.ROOT / ".venv/bin/xtune"), "train", str(rec), "--knob", "rcv_buf_max"]
+    args += ["--out", str(tmp_path / "cli.json"), *(a for f in FEATURES for a in ("--feature", f))]
+    said = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+    sentence = rf"tree depth \d+, \d+ leaves from {n} windows; training accuracy \d+\.\d %"
+    assert re.fullmatch(rf"{re.escape(str(tmp_path / 'cli.json'))}: {sentence}\n", said), said
 
     # Live: the tree decides every frame in the loop and writes through xrtd's shared table.
     slo = load_text(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -206,7 +206,33 @@ def train(
     except (ValueError, OSError) as e:
         typer.echo(f"xtune train: {e}", err=True)
         raise typer.Exit(2) from e
-    typer.echo(f"{out}: {model.card}")
+    typer.echo(f"{out}: {card_text(model.card)}")
+
+
+def card_text(card: dict[str, Any]) -> str:
+    """A model card as a sentence (the file holds all of it): the tree's size and data, its labels,
+    how well it fits the training windows and the held-out ones, how fast it decides."""
+    from xtune.config.units import format_value
+
+    def share(x: object) -> str:
+        return format_value(x, "fraction") if isinstance(x, float) else "-"
+
+    text = f"tree depth {card['depth']}, {card['leaves']} leaves from {card['samples']} windows"
+    labels = card.get("labels_robust") or card.get("regimes")
+    if labels:
+        text += "; labels per regime " + ", ".join(f"{r}: {v}" for r, v in labels.items())
+    if "fallback" in card:
+        text += f"; fallback {card['fallback']}"
+    text += f"; training accuracy {share(card.get('training_accuracy'))}"
+    held = card.get("heldout")
+    if held:
+        text += f"; held-out accuracy {share(held.get('accuracy'))} over {held.get('windows')} windows"
+        if held.get("regret_mean") is not None:
+            text += f", mean regret {held['regret_mean']:.2f}x the best value's objective"
+    if card.get("decision_us"):
+        p50, p99 = (format_value(card["decision_us"][q], "us") for q in ("p50", "p99"))
+        text += f"; a decision takes {p50} (p50), {p99} (p99)"
+    return text
 
 
 @app.command()
