@@ -14,7 +14,9 @@
 
 #include "xtune/xsie.h"
 
-#define XSIE_MAX_SAFE 4 /* safe spans per const */
+#define XSIE_MAX_SAFE	       4 /* safe spans per const */
+#define XSIE_FENTRY_SIZE       5 /* the call (or nop) ftrace patches at a function's entry */
+#define XSIE_FENTRY_MAX_OFFSET 4 /* after an endbr64 at most */
 
 struct xsie_const;
 struct xsie_safe;
@@ -38,6 +40,8 @@ struct xsie_safe {
 	struct xsie_const *c;
 	char func[XSIE_SYM_LEN];
 	unsigned long start, end;
+	unsigned long
+		entry_addr; /* where the entry probe sits: past the ftrace site (xsie_symbols.c) */
 	/* FUNC.cold, the part gcc moved out of line (0: none) */
 	unsigned long cold_start, cold_end;
 	u32 cond_exit; /* 1 + the offset of an exit that is a conditional jump (0: none) */
@@ -100,6 +104,7 @@ extern struct mutex xsie_lock;
 int xsie_symbols_init(void);
 int xsie_func_bounds(const char *func, unsigned long *start, unsigned long *size);
 unsigned long xsie_symbol(const char *name);
+unsigned long xsie_entry_past_ftrace(unsigned long start);
 
 /* xsie_pertask.c: tasks inside a safe span entered after a per-thread switch */
 int xsie_task_in_new_span(struct xsie_group *g);

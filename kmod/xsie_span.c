@@ -303,6 +303,7 @@ int xsie_safe_load(struct xsie_const *c, const struct xsie_safe_desc *d)
 	strscpy(ss->func, d->func, sizeof(ss->func));
 	ss->start = start;
 	ss->end = start + size;
+	ss->entry_addr = xsie_entry_past_ftrace(start);
 	/* A thread in the out-of-line part is inside the function: the stack scan counts it. */
 	snprintf(cold, sizeof(cold), "%s.cold", d->func);
 	if (!xsie_func_bounds(cold, &start, &size)) {

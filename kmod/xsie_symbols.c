@@ -53,6 +53,29 @@ int xsie_func_bounds(const char *func, unsigned long *start, unsigned long *size
 	return 0;
 }
 
+/**
+ * xsie_entry_past_ftrace - where a function's entry probe goes: past its ftrace call site
+ * @start: the function's address
+ *
+ * A kprobe on the fentry site is an ftrace kprobe: placing or removing it patches the site with
+ * a transient int3, and a CPU that runs into that int3 is handed to the kprobe, which has no
+ * instruction slot (a single-step from address 0: the 6.1 guest crashed this way under a plug
+ * load). The first instruction after the site is reached by every execution just the same.
+ * Return: @start + the site's offset + its 5 bytes, or @start when the function has no site.
+ */
+unsigned long xsie_entry_past_ftrace(unsigned long start)
+{
+	static unsigned long (*location)(unsigned long ip);
+	unsigned long site;
+
+	if (!location)
+		location = (void *)xsie_lookup_name("ftrace_location");
+	site = location ? location(start) : 0;
+	if (site < start || site > start + XSIE_FENTRY_MAX_OFFSET)
+		return start;
+	return site + XSIE_FENTRY_SIZE;
+}
+
 /* The address of a symbol; used for non-exported kernel helpers. */
 unsigned long xsie_symbol(const char *name)
 {

@@ -165,7 +165,7 @@ static int xsie_safe_place(struct xsie_safe *ss, bool counters)
 			pr_warn("kretprobe on %s refused (%d)\n", ss->func, ret);
 		return ret;
 	}
-	ret = xsie_monitor_place(&ss->entry, ss, 0, xsie_entry_pre);
+	ret = xsie_monitor_place(&ss->entry, ss, ss->entry_addr - ss->start, xsie_entry_pre);
 	if (ret)
 		return ret;
 	for (k = 0; k < ss->nexits; k++) {
@@ -254,8 +254,11 @@ static void xsie_monitors_unregister(struct xsie_group *g)
 	xsie_tasks_forget(g);
 }
 
-/* Is @addr inside a safe span of @g? A function's first byte is not: its entry probe counts. */
-/* A return address inside [start, end) (never start itself: it follows a call). */
+/*
+ * A return address inside (start, end): never start itself, which follows a call. In a safe
+ * span, start is where its entry probe sits: a frame returning there (to the ftrace site's end)
+ * has not reached the probe yet, which counts it when it does.
+ */
 static bool xsie_in_range(unsigned long addr, unsigned long start, unsigned long end)
 {
 	return addr > start && addr < end;
@@ -268,7 +271,7 @@ static bool xsie_in_safe(struct xsie_group *g, unsigned long addr)
 
 	xsie_for_each_safe(g, i, j, ss)
 	{
-		if (xsie_in_range(addr, ss->start, ss->end) ||
+		if (xsie_in_range(addr, ss->entry_addr, ss->end) ||
 		    xsie_in_range(addr, ss->cold_start, ss->cold_end))
 			return true;
 	}

@@ -44,7 +44,7 @@ GUEST_CHECKS = [
     "per_thread_refused", "global_cold_part", "global_conditional_exit_refused",
     "global_idle_complete", "global_waits",
     "global_converges", "global_effect", "later_changes_immediate", "later_changes_global",
-    "flip_storm_flips", "flip_storm_kernel",
+    "flip_storm_flips", "flip_storm_kernel", "arm_storm_cycles", "arm_storm_kernel",
     "unload_in_transition", "unload_restores",
     "txn_abort", "txn_commit", "txn_atomic_pending", "txn_same_group", "txn_both_applied",
     "txn_disarm_together", "txn_restored",

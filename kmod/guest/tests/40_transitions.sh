@@ -10,7 +10,7 @@ ensure_xsie
 nullb_setup
 testload_setup
 
-# per-thread: refused (its kretprobe teardown crashed this kernel under a plug load).
+# per-thread: refused (its kretprobes sit on ftrace sites, which crashed this kernel under a plug load).
 load_const "$BLK" > /dev/null
 dmesg -c > /dev/null
 if $XSIECTL arm "$BLK" per-thread > /dev/null 2>&1; then

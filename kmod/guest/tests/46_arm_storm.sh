@@ -1,0 +1,44 @@
+# BLK_MAX_REQUEST_COUNT armed (immediate, then global), flipped and disarmed again and again while
+# plug loads run on two disks: every cycle places and removes every probe, in functions the load
+# is inside all the time. The kernel must neither oops nor warn.
+. /xsie/lib.sh
+. /xsie/case/lib.sh
+STORM_S=${STORM_S:-20}
+ensure_xsie
+load_const "$BLK" > /dev/null
+case_disks 200000 16 || { fail arm_storm_disks "null_blk setup failed"; exit 0; }
+dmesg -c > /dev/null
+(while :; do /xsie/bin/plugload /dev/nullb0 48 200 > /dev/null; done) &
+l0=$!
+(while :; do /xsie/bin/plugload /dev/nullb1 24 2000 > /dev/null; done) &
+l1=$!
+end=$(($(date +%s) + STORM_S))
+cycles=0 flips=0 failed=0
+while [ "$(date +%s)" -lt "$end" ]; do
+	$XSIECTL set "$BLK" 8 > /dev/null
+	mode=immediate
+	[ $((cycles % 2)) = 1 ] && mode=global
+	if ! $XSIECTL arm "$BLK" $mode > /dev/null; then
+		failed=$((failed + 1))
+		continue
+	fi
+	$XSIECTL wait "$BLK" 3000 > /dev/null
+	for v in 4 64 16; do case_set "$v" && flips=$((flips + 1)); done
+	$XSIECTL disarm "$BLK" > /dev/null || failed=$((failed + 1))
+	cycles=$((cycles + 1))
+done
+kill $l0 $l1
+wait $l0 $l1 2> /dev/null
+$XSIECTL unload "$BLK"
+echo 0 > /sys/kernel/config/nullb/nullb1/power
+rmdir /sys/kernel/config/nullb/nullb1
+rmmod null_blk
+metric arm_storm_cycles "$cycles"
+metric arm_storm_flips "$flips"
+check arm_storm_cycles "$cycles arm/flip/disarm cycles ($flips flips, $failed failed) in ${STORM_S}s" \
+	[ "$cycles" -gt 0 -a "$failed" = 0 ]
+if dmesg | grep -qE "Oops|BUG:|WARNING:"; then
+	fail arm_storm_kernel "$(dmesg | grep -m1 -E 'Oops|BUG:|WARNING:')"
+else
+	pass arm_storm_kernel "the kernel log is clean"
+fi
