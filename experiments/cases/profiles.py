@@ -54,7 +54,10 @@ def sysfs_value(path: str) -> int | str | None:
 
 def sysfs_choices(path: str) -> list[str] | None:
     """An enumerated attribute's choices (the words of `none [mq-deadline] kyber`), else None."""
-    text = Path(path).read_text().strip()
+    try:
+        text = Path(path).read_text().strip()
+    except OSError:
+        return None
     return [w.strip("[]") for w in text.split()] if "[" in text else None
 
 

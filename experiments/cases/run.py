@@ -54,12 +54,12 @@ def tune_bo(
     return {"result": exp.result, "trials": len(trials), "failed": sum(t.status == "failed" for t in trials)}
 
 
-def best_value(knob: Knob, value: object) -> int | str:
+def best_value(knob: Knob, value: float | str) -> int | str:
     """A best trial's value as a setting: xtune records an enum knob's value as xrtd reads it
     back, the index into the knob's `values`; the setting is the choice's name."""
-    if knob.values is not None:
-        return value if isinstance(value, str) else knob.values[int(value)]  # type: ignore[call-overload]
-    return int(value)  # type: ignore[call-overload]
+    if isinstance(value, str):
+        return value
+    return knob.values[int(value)] if knob.values is not None else int(value)
 
 
 def host_values(keys: list[str]) -> dict[str, str | None]:
