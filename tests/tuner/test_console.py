@@ -13,8 +13,9 @@ from xtune.cli.tune import card_text
 from xtune.config import load_text
 from xtune.config.units import expression_unit, format_spread, format_value
 from xtune.signals.frames import Catalog, SignalInfo
-from xtune.tuning.console import Progress, RunUnits, before_after, make_console
+from xtune.tuning.console import Progress, RunUnits, before_after
 from xtune.tuning.loop import RunResult, Summary, TrialResult
+from xtune.tuning.terminal import make_console
 
 SLO = """
 name: t

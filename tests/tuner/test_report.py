@@ -185,27 +185,30 @@ def test_plots_in_readable_units(
             assert not text.endswith(".0"), (name, ticks)
 
 
-def _trials(db: str, locale: str, *flags: str) -> str:
+def _xtune(locale: str, *args: str) -> str:
     xtune = str(paths.ROOT / ".venv/bin/xtune")
     env = {"PATH": "/usr/bin:/bin", "COLUMNS": "200", "LC_ALL": locale}
-    res = subprocess.run([xtune, "trials", "--db", db, *flags], capture_output=True, env=env, check=True)
-    return res.stdout.decode("utf-8")
+    return subprocess.run([xtune, *args], capture_output=True, env=env, check=True).stdout.decode("utf-8")
 
 
 def test_trials_listing_follows_the_locale(tmp_path: Path) -> None:
     """`xtune trials` leads each run with its summary line; ASCII only under a locale that cannot show
-    µs, ±, → and table borders (LC_ALL=C, where Python still writes UTF-8) or with --ascii."""
+    µs, ±, → and table borders (LC_ALL=C, where Python still writes UTF-8) or with --ascii; the
+    commands' help in plain text there too."""
     db = f"sqlite:///{tmp_path / 'trials.db'}"
     _run(Store(db), [], rollback=False)
     utf8 = "1.85 ms ± 0.0707 ms → 415 µs ± 7.07 µs (+77.6 % better)"
     ascii = "1.85 ms +/- 0.0707 ms -> 415 us +/- 7.07 us (+77.6 % better)"
 
-    out = _trials(db, "C.UTF-8")
+    out = _xtune("C.UTF-8", "trials", "--db", db)
     assert out.startswith("run 1: r: p99(func.serve_batch.latency): " + utf8), out
     assert "│ rx_batch_size=64 │" in out, out
-    for out in (_trials(db, "C"), _trials(db, "C.UTF-8", "--ascii")):
+    for out in (_xtune("C", "trials", "--db", db), _xtune("C.UTF-8", "trials", "--db", db, "--ascii")):
         assert out.isascii() and ascii in out and "| rx_batch_size=64 |" in out, out
-    assert utf8 in _trials(db, "C", "--unicode")
+    assert utf8 in _xtune("C", "trials", "--db", db, "--unicode")
+    assert "╭─ Options" in _xtune("C.UTF-8", "trials", "--help")
+    plain = _xtune("C", "trials", "--help")
+    assert plain.isascii() and "--ascii / --unicode" in plain, plain
 
 
 def test_report_in_a_browser(browser: webdriver.Chrome, tmp_path: Path) -> None:

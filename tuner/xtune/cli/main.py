@@ -5,7 +5,15 @@ Each concern module exposes a `typer.Typer` (or plain commands) and is registere
 
 import typer
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help="xtune: autotune perf-consts.")
+from xtune.tuning.terminal import terminal_is_ascii
+
+# Help in rich's boxes where the terminal shows them, plain (click's) where it cannot (LC_ALL=C).
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    help="xtune: autotune perf-consts.",
+    rich_markup_mode=None if terminal_is_ascii() else "rich",
+)
 
 
 @app.command()

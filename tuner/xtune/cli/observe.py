@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
@@ -27,9 +26,10 @@ from xtune.signals.frames import (
     with_flags,
 )
 from xtune.signals.recording import RecordingError, RecordingReader, RecordingWriter, RecordType
+from xtune.tuning.terminal import make_console
 
 app = typer.Typer()
-console = Console()
+console = make_console()  # ASCII only where the terminal cannot show more
 
 ZmqOpt = Annotated[str | None, typer.Option("--zmq", help="read from this ZeroMQ endpoint")]
 ShmOpt = Annotated[str | None, typer.Option("--shm", help="read from /dev/shm/NAME (the default source)")]

@@ -57,9 +57,9 @@ def run(
 ) -> None:
     """Run the tuning job an SLO file describes."""
     from xtune.config import ConfigError, load
-    from xtune.tuning.console import make_console
     from xtune.tuning.job import run_job
     from xtune.tuning.metrics import Metrics
+    from xtune.tuning.terminal import make_console
 
     console = make_console(ascii)
     variables = dict(v.split("=", 1) for v in var or [] if "=" in v)
@@ -89,7 +89,7 @@ def trials(
 
     from xtune.config.units import format_spread
     from xtune.trials.report import params_text, stored_units, summary_line
-    from xtune.tuning.console import is_ascii, make_console
+    from xtune.tuning.terminal import is_ascii, make_console
 
     store = open_store(db)
     console = make_console(ascii)
@@ -290,7 +290,7 @@ def demo(
     dataplane server's compiled-in RX_BATCH_SIZE through SIE on the running binary, then let a tree
     trained from a short sweep decide it live at 1 ms windows under a shifting load."""
     from xtune.demo.run import run_demo
-    from xtune.tuning.console import make_console
+    from xtune.tuning.terminal import make_console
 
     run = run_demo(out, short=short, budget=budget or None, console=make_console(ascii))
     if run.result.best is None:

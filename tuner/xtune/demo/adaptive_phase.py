@@ -51,9 +51,9 @@ from xtune.sie.analyze import analyze
 from xtune.sie.spec import load_spec
 from xtune.signals.frames import ShmFrameReader
 from xtune.signals.recording import RecordingWriter
-from xtune.tuning.console import is_ascii
 from xtune.tuning.loop import FramePump
 from xtune.tuning.metrics import Metrics
+from xtune.tuning.terminal import is_ascii
 
 # Training regimes, name -> (requests per second, flows), light to heavy: the best value rises with
 # the rate (experiments/dataplane/README.md). --short keeps four of them and three values.

@@ -32,10 +32,10 @@ from xtune.sie.analyze import analyze
 from xtune.sie.scope import ScopeTable
 from xtune.sie.spec import load_spec
 from xtune.trials.store import Store
-from xtune.tuning.console import is_ascii
 from xtune.tuning.job import run_job
 from xtune.tuning.loop import RunResult
 from xtune.tuning.metrics import Metrics
+from xtune.tuning.terminal import is_ascii
 
 TEMPLATE = paths.package_data("demo", "data", "dataplane.yaml")
 # The analyzed server is C source of the checkout (experiments/dataplane/); $XTUNE_DATAPLANE_SPEC names it
