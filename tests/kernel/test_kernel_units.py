@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from xtune.sie.kernel import ctokens
 from xtune.sie.kernel.kbuild import Unit, parse_dry_run
-from xtune.sie.kernel.source import Define, KernelEnv, find_define
+from xtune.sie.kernel.source import Define, KernelEnv, define_line, find_define
 from xtune.sie.kernel.units import discover, discover_units
 
 HEADER = """
@@ -102,6 +102,11 @@ def test_uses_no_name_can_carry_are_refused(tmp_path: Path) -> None:
     reasons = dict(found.refusals)
     assert sorted(reasons) == ["block/b.c:2", "include/a.h:2"]
     assert "#if" in reasons["block/b.c:2"] and "declaration" in reasons["include/a.h:2"]
+
+
+def test_define_line_sets_the_value_not_a_digit_of_the_name() -> None:
+    line = "#define I2C_ALF_IS_SUSPENDED\t\t0 /* bit 0 */\n"
+    assert define_line(line, "I2C_ALF_IS_SUSPENDED", 3) == "#define I2C_ALF_IS_SUSPENDED\t\t3 /* bit 0 */\n"
 
 
 def test_dry_run_units_and_modules() -> None:

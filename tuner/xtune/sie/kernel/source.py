@@ -137,7 +137,7 @@ def build_unit(env: KernelEnv, define: Define, unit: str, value: int, fresh: boo
         original = header.read_text()
         stat = header.stat()
         lines = original.splitlines(keepends=True)
-        lines[define.line - 1] = re.sub(r"\d+", str(value), lines[define.line - 1], count=1)
+        lines[define.line - 1] = define_line(lines[define.line - 1], define.name, value)
         try:
             header.write_text("".join(lines))
             (env.source / unit).unlink(missing_ok=True)
@@ -156,3 +156,10 @@ def build_unit(env: KernelEnv, define: Define, unit: str, value: int, fresh: boo
             os.utime(header, ns=(stat.st_atime_ns, stat.st_mtime_ns))
             (env.source / unit).unlink(missing_ok=True)
     return out
+
+
+def define_line(line: str, name: str, value: int) -> str:
+    """The `#define` line of `name` with `value`: the first number after the name (which may
+    hold digits itself, as I2C_...)."""
+    after = line.index(name) + len(name)
+    return line[:after] + re.sub(r"\d+", str(value), line[after:], count=1)
