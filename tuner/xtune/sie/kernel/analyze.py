@@ -1,10 +1,10 @@
 """`xtune analyze --kernel`: the scope table of kernel perf-consts, from Debian's own kernel source.
 
 Per perf-const: find its `#define`, compile each translation unit that uses it (units.py: the
-whole tree, through headers, as kbuild builds Debian's config) with the original value and two others (Debian's config, gcc-12: the distro's bytes, relocations aside), diff the
-machine code per function and fit IV = a*V + b with the shared engine (sie/differ.py, sie/lift.py), place
-the kernel spans (spans.py), check each function against the distro vmlinux
-(verify.py), and write
+whole tree, through headers, as kbuild builds Debian's config) with the original value and two
+others (Debian's config, gcc-12: the distro's bytes, relocations aside), diff the machine code per
+function and fit IV = a*V + b with the shared engine (sie/differ.py, sie/lift.py), place the kernel
+spans (spans.py), check each function against the distro vmlinux (verify.py), and write
   - the scope table (scope.py, the format every SIE engine reads), and
   - the xsie spans file: the lines `xsiectl load` hands to /dev/xsie, one const id per perf-const.
 """
