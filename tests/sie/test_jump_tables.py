@@ -15,6 +15,7 @@ from xtune.sie.elfcode import ElfCode
 from xtune.sie.entries import function_entries
 from xtune.sie.scope import SourceLocation
 from xtune.sie.spans import ENTER_ANYWHERE
+from xtune.testing import sie_oracle as oracle
 
 VALUES = [64, 32, 16]  # imm8 in every build: the code's layout and the table stay the same
 
@@ -59,3 +60,27 @@ def test_unproven_bound_keeps_int3(tmp_path, guard):
     for span in spans(build(tmp_path, guard)):
         assert span.patch == "int3"
         assert span.patch_reason.startswith(f"{ENTER_ANYWHERE}: jump table not resolved"), span.patch_reason
+
+
+@pytest.mark.parametrize(
+    "cc, flags",
+    [
+        ("gcc", "-O2"),
+        ("clang", "-O2"),
+        ("gcc", "-O2 -fno-pie -no-pie"),  # an absolute table: `jmp qword ptr [rax*8 + TABLE]`
+        ("gcc", "-O2 -fcf-protection"),  # `notrack jmp`
+    ],
+)
+def test_compiled_switch_resolved(tmp_path, cc, flags):
+    """The corpus's switch on `n % 9` (cases 0..7 and a default) as compilers emit it."""
+    out = tmp_path / "switch_table"
+    src = oracle.CORPUS / "switch_table.c"
+    subprocess.run([cc, *flags.split(), "-o", str(out), str(src)], check=True)
+    code = ElfCode(out)
+    fn = code.functions["compute"]
+    insns = disassemble(code, fn)
+    entries = function_entries(code, fn, insns)
+    assert not entries.unknown
+    [table] = entries.tables
+    starts = {fn.vaddr + i.off for i in insns}
+    assert len(table.targets) == 8 and set(table.targets) <= starts
