@@ -13,7 +13,9 @@ The fall-through of `ja` bounds IDX to 0..N, so the table holds N + 1 entries in
 abstract interpretation over the block, from its first instruction to the `jmp`, proves this: any
 instruction it does not recognise that writes a register of the pattern drops what is known of it,
 and then the jump is left unresolved (its targets unknown). No entry inside the block may be a
-branch target, so the bound holds on every path to the jump."""
+branch target, so the bound holds on every path to the jump. The table's address may also be in a
+callee-saved register loaded once before the block (gcc hoists it out of loops): then every path
+to the jump must pass that load after any other value of the register (`_only_definition`)."""
 
 from __future__ import annotations
 
