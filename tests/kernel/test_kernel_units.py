@@ -8,10 +8,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from xtune.sie.kernel import analyze as kernel
 from xtune.sie.kernel import ctokens
 from xtune.sie.kernel.kbuild import Unit, parse_dry_run
 from xtune.sie.kernel.source import Define, KernelEnv, define_line, find_define
-from xtune.sie.kernel.units import discover, discover_units
+from xtune.sie.kernel.units import Discovery, discover, discover_units
 
 HEADER = """
 #define LIMIT 32 /* LIMIT in a comment is no use */
@@ -102,6 +103,23 @@ def test_uses_no_name_can_carry_are_refused(tmp_path: Path) -> None:
     reasons = dict(found.refusals)
     assert sorted(reasons) == ["block/b.c:2", "include/a.h:2"]
     assert "#if" in reasons["block/b.c:2"] and "declaration" in reasons["include/a.h:2"]
+
+
+def test_module_and_assembly_units_are_refused_by_name(tmp_path: Path) -> None:
+    """Neither is built: the refusals name the module and the assembly file."""
+    env = KernelEnv("r", "p", "v", tmp_path, tmp_path, tmp_path)
+    found = Discovery(
+        units=[
+            Unit("drivers/m/a.o", "drivers/m/a.c", "drivers/m/m.ko"),
+            Unit("arch/x86/e.o", "arch/x86/e.S", ""),
+        ],
+        refusals=[("include/a.h:2", "LIMIT shapes a declaration")],
+    )
+    const = kernel._analyze_values(env, Define("include/a.h", 1, "LIMIT", 32), [32, 8, 48], found, b"", False)
+    reasons = [f"{r.reason} {r.detail}" for r in const.refusals]
+    assert reasons[0] == "LIMIT shapes a declaration include/a.h:2"
+    assert "module drivers/m/m.ko uses it (drivers/m/a.c)" in reasons[1]
+    assert "assembly unit arch/x86/e.S" in reasons[2] and not const.spans
 
 
 def test_define_line_sets_the_value_not_a_digit_of_the_name() -> None:

@@ -91,19 +91,17 @@ def _analyze_values(
                     "retune it after moving the use into C, or with a span written by hand",
                 )
             )
-            continue
-        codes = [ElfCode(build_unit(env, define, u.object, v, fresh)) for v in vals]
-        if not u.module:
-            _add_spans(codes, const, u.object, image)
-        elif differs := [d.name for d in diff_functions(codes)]:
+        elif u.module:
             const.refusals.append(
                 Refusal(
                     "",
-                    f"module {u.module} ({u.object}) depends on it in {', '.join(differs[:5])}: "
-                    "spans are placed in vmlinux only (the spans file names vmlinux's build id)",
-                    "it would need the module's build id and its bytes checked like vmlinux's",
+                    f"module {u.module} uses it ({u.source}): spans are placed in vmlinux only",
+                    "it would need the module's build id checked and its code compared like vmlinux's",
                 )
             )
+        else:
+            codes = [ElfCode(build_unit(env, define, u.object, v, fresh)) for v in vals]
+            _add_spans(codes, const, u.object, image)
     if not const.spans and not const.refusals:
         const.refusals.append(Refusal("", "no function's code depends on the constant"))
     return const
