@@ -6,6 +6,8 @@ positive, the host's sysctls equal before and after, and no loop device or file 
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -37,3 +39,17 @@ def test_block_case_two_contenders_restores_the_host() -> None:
     assert out["host_restored"] and out["place_restored"]
     assert host_values(keys) == before
     assert loop_devices() == devices
+
+
+def test_bo_file_benchmark_starts_with_the_interpreter() -> None:
+    """The BO file runs fio's wrapper as `${PYTHON} script ...`: with no arguments it gets past its
+    imports to its usage message."""
+    from cases.case import HERE
+    from xtune.config import load
+
+    variables = {"DEVICE": "loop0", "CASES": str(HERE), "PYTHON": sys.executable, "SECONDS": "1"}
+    variables["BUDGET"] = "1"
+    slo = load(block.CASE.bo_file, variables)
+    assert slo.benchmark is not None and slo.benchmark.command[1].endswith("fio_json.py")
+    out = subprocess.run(slo.benchmark.command[:2], capture_output=True, text=True, timeout=30)
+    assert "Error" not in out.stderr and "usage" in out.stderr.lower(), out.stderr[-400:]
