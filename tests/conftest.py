@@ -9,7 +9,9 @@ from xtune import paths
 # `make test-fast` (pytest -m fast): modules that need no root, no network namespace, no daemon and
 # no kernel build, and run in seconds.
 FAST_MODULES = {
+    "tests/experiments/test_fio_parse.py",
     "tests/experiments/test_pgbench_parse.py",
+    "tests/experiments/test_tuned_disk.py",
     "tests/observers/test_signal_decode.py",
     "tests/runtime/test_table_layout.py",
     "tests/tuner/test_adaptive_policy.py",
