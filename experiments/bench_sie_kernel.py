@@ -78,7 +78,8 @@ def main() -> None:
             "in_effect": m["flips_in_effect"],
             "of": 10,
             "set_to_effect_ms_mean": round(m["flip_set_to_effect_ns_mean"] / 1e6, 2),
-            "note": "xsiectl set + wait, no other load; a stop_machine count of every stack (the counting probes stay placed from arm to disarm)",
+            "note": "xsiectl set + wait, no other load; a stop_machine count of every stack "
+            "(the counting probes stay placed from arm to disarm)",
         },
         "per_hit": per_hit,
         "per_hit_note": "armed runs start after the kprobe optimizer has run; under TCG on a shared host "
