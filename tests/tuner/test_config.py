@@ -34,6 +34,7 @@ VARS = {
     "CASES": "experiments/cases",
     "SECONDS": "2",
     "REQUESTS": "1000",
+    "DEVICE": "loop9",
 }
 
 # file -> (line, field, words of the message)
