@@ -373,7 +373,9 @@ def main() -> None:
         f"observers/{p.name}" for p in (paths.ROOT / "observers").iterdir() if p.name != "README.md"
     )
     headers = ["include/xtune/signal.h", "include/xtune/recording.h", "include/xtune/observe_bpf.h"]
-    sources = [*code, *headers, "experiments/bench_observers.py", "tests/observers/uprobe_target.c"]
+    curve_code = sorted(f"lib/zmq_curve/{p.name}" for p in (paths.ROOT / "lib/zmq_curve").iterdir())
+    curve = ["include/xtune/zmq_curve.h", *curve_code]
+    sources = [*code, *headers, *curve, "experiments/bench_observers.py", "tests/observers/uprobe_target.c"]
     write_result("observers", result, sources)
     ov, ls = result["overhead"], result["loss_1khz"]
     for load in LOADS:

@@ -14,6 +14,7 @@
 #include "xtune/signal.h"
 #include "xtune/observe_bpf.h"
 #include "xtune/recording.h"
+#include "xtune/zmq_curve.h"
 
 #define XT_MAX_FUNCS	 8
 #define XT_MAX_FUNC_ARGS 4 /* argument gauges per --func */
@@ -96,23 +97,12 @@ void xt_ring_close(void);
 
 /*
  * ZeroMQ XPUB: like PUB, but a new subscriber's subscription triggers a catalog at once.
- * curve_dir: CURVE keys (below), or NULL for a socket in clear.
+ * curve_dir: CURVE keys (xtune/zmq_curve.h), or NULL for a socket in clear.
  */
 int xt_zmq_open(const char *endpoint, int hwm, const char *curve_dir); /* hwm: per subscriber */
-bool xt_zmq_endpoint_is_loopback(const char *endpoint);
-int xt_zmq_publish(const char *topic, const void *data, size_t len); /* -1: not sent (dropped) */
+int xt_zmq_publish(const char *topic, const void *data, size_t len);   /* -1: not sent (dropped) */
 bool xt_zmq_new_subscriber(void);
 void xt_zmq_close(void);
-
-/* CURVE keys of the ZeroMQ publisher (files described in zmq_keys.c), ZAP handler. */
-#define XT_Z85_KEY_LEN	   40
-#define XT_MAX_CLIENT_KEYS 256
-int xt_key_read(const char *dir, const char *name, bool secret, char z85[XT_Z85_KEY_LEN + 1]);
-int xt_keys_authorized(const char *dir, uint8_t (*keys)[32], int max); /* count, or -1 */
-int xt_keys_check(const char *dir); /* what xt_zmq_open will read, before any BPF is loaded */
-int xt_keys_generate(const char *dir);
-int xt_zap_start(void *ctx, const char *dir);
-void xt_zap_stop(void);
 
 /* Recording file (format in observers/README.md). */
 int xt_rec_open(const char *path);

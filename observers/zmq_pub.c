@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: MIT
 /* ZeroMQ publisher: frames and the catalog as multipart [topic, bytes] messages, CURVE optional. */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,19 +9,6 @@
 
 static void *ctx, *sock;
 
-/* Server side of CURVE: the ZAP handler first, so that no client is let in unchecked. */
-static int set_curve(const char *dir)
-{
-	char secret[XT_Z85_KEY_LEN + 1];
-	int one = 1;
-
-	if (xt_key_read(dir, "server.key", true, secret) || xt_zap_start(ctx, dir))
-		return -1;
-	return zmq_setsockopt(sock, ZMQ_CURVE_SERVER, &one, sizeof(one)) ||
-	       zmq_setsockopt(sock, ZMQ_CURVE_SECRETKEY, secret, XT_Z85_KEY_LEN) ||
-	       zmq_setsockopt(sock, ZMQ_ZAP_DOMAIN, "xtune", 5);
-}
-
 int xt_zmq_open(const char *endpoint, int hwm, const char *curve_dir)
 {
 	int one = 1, zero = 0;
@@ -30,7 +16,7 @@ int xt_zmq_open(const char *endpoint, int hwm, const char *curve_dir)
 	ctx = zmq_ctx_new();
 	/* XPUB so that a new subscriber's subscription is seen and answered with the catalog. */
 	sock = ctx ? zmq_socket(ctx, ZMQ_XPUB) : NULL;
-	if (sock && curve_dir && set_curve(curve_dir)) {
+	if (sock && curve_dir && xt_curve_serve(ctx, sock, curve_dir)) {
 		xt_zmq_close();
 		return -1;
 	}
@@ -44,31 +30,6 @@ int xt_zmq_open(const char *endpoint, int hwm, const char *curve_dir)
 		return -1;
 	}
 	return 0;
-}
-
-/* Loopback: tcp:// to 127.0.0.0/8, ::1 or localhost, and ipc:// or inproc:// (never networked). */
-bool xt_zmq_endpoint_is_loopback(const char *endpoint)
-{
-	char host[256];
-	const char *colon;
-	struct in6_addr a6;
-	struct in_addr a4;
-	size_t len;
-
-	if (!strncmp(endpoint, "ipc://", 6) || !strncmp(endpoint, "inproc://", 9))
-		return true;
-	if (strncmp(endpoint, "tcp://", 6) || !(colon = strrchr(endpoint + 6, ':')))
-		return false;
-	len = colon - (endpoint + 6);
-	if (len >= 2 && endpoint[6] == '[' && colon[-1] == ']')
-		snprintf(host, sizeof(host), "%.*s", (int)len - 2, endpoint + 7);
-	else
-		snprintf(host, sizeof(host), "%.*s", (int)len, endpoint + 6);
-	if (inet_pton(AF_INET, host, &a4) == 1)
-		return (ntohl(a4.s_addr) >> 24) == 127;
-	if (inet_pton(AF_INET6, host, &a6) == 1)
-		return IN6_IS_ADDR_LOOPBACK(&a6);
-	return !strcmp(host, "localhost");
 }
 
 /* NODROP + DONTWAIT: a subscriber at its high-water mark makes the send fail, and we count it. */

@@ -1,16 +1,17 @@
 // SPDX-License-Identifier: MIT
 /*
- * ZAP handler (ZeroMQ RFC 27) for the CURVE publisher: accepts a client whose public key is in
+ * ZAP handler (ZeroMQ RFC 27) for a CURVE server: accepts a client whose public key is in
  * DIR/authorized_clients. libzmq 4.3 has no allow-list of its own and, without a handler bound,
- * lets every CURVE client in: xt_zap_start must run before the publisher binds.
+ * lets every CURVE client in: xt_zap_start must run before the server binds.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <zmq.h>
 
-#include "observer.h"
+#include "xtune/zmq_curve.h"
 
 #define ZAP_FRAMES 7 /* version, request id, domain, address, identity, mechanism, key */
 
@@ -49,8 +50,9 @@ static void log_refusal(zmq_msg_t *address, zmq_msg_t *key)
 	}
 	last_time = now;
 	fprintf(stderr,
-		"xobserve: refused ZeroMQ client %.*s: CURVE key %s is not in authorized_clients\n",
-		(int)zmq_msg_size(address), (const char *)zmq_msg_data(address), z85);
+		"%s: refused ZeroMQ client %.*s: CURVE key %s is not in authorized_clients\n",
+		program_invocation_short_name, (int)zmq_msg_size(address),
+		(const char *)zmq_msg_data(address), z85);
 }
 
 static void reply(zmq_msg_t *request_id, bool ok)
@@ -102,14 +104,15 @@ int xt_zap_start(void *ctx, const char *dir)
 		return -1;
 	zap = zmq_socket(ctx, ZMQ_REP);
 	if (!zap || zmq_bind(zap, "inproc://zeromq.zap.01")) {
-		fprintf(stderr, "xobserve: cannot start the ZAP handler: %s\n",
-			zmq_strerror(zmq_errno()));
+		fprintf(stderr, "%s: cannot start the ZAP handler: %s\n",
+			program_invocation_short_name, zmq_strerror(zmq_errno()));
 		if (zap)
 			zmq_close(zap);
 		return -1;
 	}
 	if (pthread_create(&thread, NULL, serve, NULL)) {
-		fprintf(stderr, "xobserve: cannot start the ZAP handler thread\n");
+		fprintf(stderr, "%s: cannot start the ZAP handler thread\n",
+			program_invocation_short_name);
 		zmq_close(zap);
 		return -1;
 	}

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * CURVE key files of the signal path: one Z85 key (40 characters) per file, text, mode 0600.
- * DIR/server.key + server.pub: xobserve's keypair; DIR/client.key + client.pub: the subscriber's;
- * DIR/authorized_clients: the public keys xobserve accepts, one a line ('#' starts a comment).
+ * CURVE key files of a ZeroMQ server (xobserve's publisher, xrtd-bridge): one Z85 key (40
+ * characters) per file, text, mode 0600. DIR/server.key + server.pub: the server's keypair;
+ * DIR/client.key + client.pub: a client's; DIR/authorized_clients: the public keys the server
+ * accepts, one a line ('#' starts a comment).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -12,11 +13,11 @@
 #include <unistd.h>
 #include <zmq.h>
 
-#include "observer.h"
+#include "xtune/zmq_curve.h"
 
 static int fail(const char *dir, const char *name, const char *why)
 {
-	fprintf(stderr, "xobserve: %s/%s: %s\n", dir, name, why);
+	fprintf(stderr, "%s: %s/%s: %s\n", program_invocation_short_name, dir, name, why);
 	return -1;
 }
 

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/* xrtd-bridge: one xrtd control connection per remote ZeroMQ peer. */
+#ifndef XRTD_BRIDGE_H
+#define XRTD_BRIDGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define BRIDGE_MAX_PEERS 64
+#define BRIDGE_MAX_LINE	 65536 /* a request line; a larger message is dropped by libzmq */
+
+/*
+ * Forward one request line of the peer with this ZeroMQ routing id to its xrtd connection (made
+ * on its first request) and return xrtd's reply line (no newline), or an error reply of the
+ * bridge's own; the reply stays valid until the next call. Never NULL.
+ */
+const char *peer_forward(const char *xrtd_socket, const uint8_t *id, size_t id_len, int tcp_fd,
+			 const char *line, size_t len);
+/* The peer's TCP connection (its fd in libzmq) is gone: close its xrtd connection. */
+void peers_close_tcp(int tcp_fd);
+void peers_close_all(void);
+
+#endif /* XRTD_BRIDGE_H */
