@@ -202,6 +202,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="a short smoke run (fewer values and repetitions)")
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument(
+        "--keep", type=Path, help="keep the recordings (sweeps, each tree's run) and the model here"
+    )
     args = ap.parse_args()
     grid = [2, 16] if args.quick else GRID
     reps = 1 if args.quick else args.reps
@@ -220,7 +223,8 @@ def main() -> None:
     out: dict = {"grid": grid, "schedule": SCHEDULE, "train_regimes": TRAIN, "heldout_regimes": HELDOUT}
     try:
         with tempfile.TemporaryDirectory(prefix="xtune-bench-adaptive-") as tmp:
-            work = Path(tmp)
+            work = args.keep or Path(tmp)
+            work.mkdir(parents=True, exist_ok=True)
             plan = work / "rx.plan"
             plan.write_text(eng.plan_text(table, {CONST: 0}, "/dev/shm/xtune.knobs"))
             with Services(["func"], funcs=probes(binary), window_ms=1) as svc:
@@ -327,12 +331,15 @@ def evaluate(
     tick_to_effect: list[tuple[float, float]] = []
     loop_cpu: list[float] = []  # the tuner process's CPU share during an adaptive run (2 cores here)
     frame_cost: list[float] = []  # seconds of frame-path work per 1 ms frame
+    frame_lag: list[int] = []  # ns from each frame's window close to the pump taking it
     rng = random.Random(7)
     metrics = Metrics("bench-adaptive")
     series: dict[str, dict] = {}  # the last repetition's tail over time, per contender
     for rep in range(reps):
-        ms = SERIES_MS if rep == reps - 1 else None
+        last = rep == reps - 1
         for c in rng.sample(contenders, len(contenders)):
+            # Every tree run's values over time (a run's tail is read against them), the others' last.
+            ms = SERIES_MS if last or c == "adaptive" else None
             if c.startswith("static_"):
                 actuator.apply({KNOB: int(c.split("_")[1])}, c)
                 doc = loadgen(port, SCHEDULE, series_ms=ms)
@@ -366,10 +373,12 @@ def evaluate(
                     doc["series"]["values"] = values_over_time(rec, KNOB, fallback, doc["series"]["start_ns"])
                 if c == "adaptive":
                     doc["changes"] = pump.decisions
+                    doc["values"] = doc["series"]["values"]
                     tick_to_effect += _tick_to_effect(rec, watch.seen, fallback)
                     loop_cpu.append(cpu)
                     frame_cost += list(pump.latencies)
-            if "series" in doc:
+                    frame_lag += list(pump.lags)
+            if "series" in doc and last:
                 series[c] = {
                     k: doc["series"][k]
                     for k in ("series_ms", "p99_us", "answered", "values")
@@ -382,7 +391,7 @@ def evaluate(
                     "p50_us": doc["p50_us"],
                     "throughput_rps": throughput(doc),
                     "phases": doc["phases"],
-                    **({"changes": doc["changes"]} if "changes" in doc else {}),
+                    **{k: doc[k] for k in ("changes", "values") if k in doc},
                 }
             )
             print(
@@ -406,8 +415,14 @@ def evaluate(
         "loop": {
             "tuner_cpu_share": round(statistics.mean(loop_cpu), 3) if loop_cpu else None,
             "frame_path_us": _pcts(frame_us),
+            "frame_lag_us": {
+                **_pcts([x / 1000 for x in frame_lag]),
+                "max": max(frame_lag, default=0) / 1000,
+                "over_2ms": sum(x > 2_000_000 for x in frame_lag),
+            },
             "note": "the tuner process (frame pump, tree, recorder, applied-value watch) on the same 2 "
-            "cores as the server, the load generator, xobserve and xrtd; static runs have no pump",
+            "cores as the server, the load generator, xobserve and xrtd; static runs have no pump. "
+            "frame_lag_us: window close -> the pump takes the frame, every frame of the tree's runs",
         },
     }
 

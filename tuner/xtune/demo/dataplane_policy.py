@@ -24,11 +24,15 @@ THROUGHPUT = "func.dp_round.active_flows.mean * func.dp_round.rate"  # payloads 
 # the tree's choice does not feed back into its input). Flows active in a round are left out: a
 # round takes at most RX_BATCH_SIZE requests, so they follow the value in effect. A Poisson count
 # of 20 in one 1 ms window is 20 ± 4.5, so one window cannot tell 20k from 30k req/s: the feature
-# is an envelope, the larger of a 3-window and a 12-window average. It follows a rise within 3-4
+# is an envelope, the larger of a 3-window and a 32-window average. It follows a rise within 3-4
 # windows (at 34k req/s each millisecond at a value too small leaves a backlog that takes tens of
-# milliseconds to drain) and a fall over about 12, and the policy moves to a larger value at once.
+# milliseconds to drain) and a fall over about 32, and the policy moves to a larger value at once.
+# The slow side is 32 windows, not 12: a move to a smaller value waits for HOLD windows below a
+# threshold, and a 12-window average (± 1.7k at 34k req/s, Poisson) or a server starved of the CPU
+# for a few windows (no rounds, nothing taken) gets there more often than a 32-window one (± 1.0k);
+# a fall of the load reaches the smaller values some 20 ms later.
 ARRIVALS = "func.dp_round.taken.mean * func.dp_round.rate"
-FEATURES = [f"max(ewma({ARRIVALS}, 3), ewma({ARRIVALS}, 12))"]
+FEATURES = [f"max(ewma({ARRIVALS}, 3), ewma({ARRIVALS}, 32))"]
 # A cell is judged by the 90th percentile over its windows of the oldest request's wait: a value
 # near its capacity queues now and then, which a mean hides; the p99 of 1 ms windows in 1.2 s cells
 # rests on a dozen windows and ranked the values differently from one sweep to the next.

@@ -62,6 +62,8 @@ class FramePump(threading.Thread):
         self.tree_paused_until = 0.0
         self.actuator = actuator
         self.latencies: deque[float] = deque(maxlen=100_000)  # seconds per frame, for the benchmark
+        # ns from a frame's window close to the pump taking it: where the loop stalls, for the benchmark
+        self.lags: deque[int] = deque(maxlen=100_000)
         self.decisions = 0
         self.error: BaseException | None = None
         self._halt = threading.Event()
@@ -140,6 +142,7 @@ class FramePump(threading.Thread):
             if frame is None:
                 continue
             t0 = time.perf_counter()
+            self.lags.append(time.monotonic_ns() - frame.window_end_ns)
             if self.reader.catalog is not self._catalog_seen:
                 self._catalog_seen = self.agg.catalog = self.reader.catalog
             if self._reset.is_set():
@@ -200,6 +203,12 @@ class TrialResult:
     windows_to_rollback: int | None = None
     meets_slo: bool = False  # not rolled back, and the means over its windows meet every SLO line
 
+    def outcome(self) -> Outcome:
+        """What the policy is told of this trial."""
+        s = self.summary
+        slo = {i: (m, _finite(sem) or 0.0) for i, (m, sem) in s.slo.items() if not math.isnan(m)}
+        return Outcome(s.objective, _finite(s.objective_sem) or 0.0, slo, self.feasible)
+
 
 @dataclass
 class RunResult:
@@ -236,7 +245,9 @@ class Runner:
         metrics: Metrics,
         workload: Workload | None = None,
         progress: ProgressFn | None = None,
+        experiment_id: int | None = None,
     ) -> None:
+        """`experiment_id`: a run in the store to add to (a coordinator's, shared by its hosts)."""
         self.slo = slo
         self.actuator = actuator
         self.reader = reader
@@ -256,7 +267,9 @@ class Runner:
         self.pump = FramePump(
             reader, slo.policy.window_ms * 1_000_000, metrics, self.recorder, self.tree, actuator
         )
-        self.experiment_id = store.new_experiment(slo.name, slo.model_dump(mode="json"))
+        if experiment_id is None:
+            experiment_id = store.new_experiment(slo.name, slo.model_dump(mode="json"))
+        self.experiment_id = experiment_id
         self._last_window_t = 0.0
 
     # -- windows -------------------------------------------------------------------------------
@@ -456,20 +469,7 @@ class Runner:
                     index, params = suggestion
                     done = self.trial(policy, index, params)
                     trials.append(done)
-                    policy.complete(
-                        index,
-                        params,
-                        Outcome(
-                            done.summary.objective,
-                            _finite(done.summary.objective_sem) or 0.0,
-                            {
-                                i: (m, _finite(s) or 0.0)
-                                for i, (m, s) in done.summary.slo.items()
-                                if not math.isnan(m)
-                            },
-                            done.feasible,
-                        ),
-                    )
+                    policy.complete(index, params, done.outcome())
                 suggest_seconds = list(getattr(policy, "suggest_seconds", []))
             finally:
                 policy.close()
