@@ -31,7 +31,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from resultfile import write_result
+from resultfile import committed_files, write_result
 from xtune.learning.train import train_regimes
 from xtune.policies.tree import TreeModel
 from xtune.policies.tree_shell import shell_source
@@ -239,7 +239,9 @@ def main() -> None:
     write_result(
         "kernel_case",
         report,
-        ["kmod", "experiments/bench_kernel_case.py", "tuner/xtune/testing/kernel_guest.py",
+        # kmod's guest tests and the case's smoke script do not run here
+        [*committed_files("kmod", ("kmod/guest/tests", "kmod/guest/case/smoke.sh")),
+         "experiments/bench_kernel_case.py", "tuner/xtune/testing/kernel_guest.py",
          "tuner/xtune/learning", "tuner/xtune/policies/tree_shell.py"],
     )  # fmt: skip
     print(

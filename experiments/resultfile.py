@@ -58,6 +58,13 @@ def sources_dirty(sources: list[str]) -> bool:
     return any(_measured(x) for x in _git("status", "--porcelain", "--", *sources).splitlines())
 
 
+def committed_files(under: str, excluding: tuple[str, ...]) -> list[str]:
+    """The committed files under `under` except those under any of `excluding` (paths relative to
+    the checkout): a benchmark's sources when a folder also holds tests that do not affect it."""
+    files = _git("ls-files", "--", under).splitlines()
+    return [f for f in files if not any(f == x or f.startswith(x.rstrip("/") + "/") for x in excluding)]
+
+
 def _measured(line: str) -> bool:
     """Documentation beside the code quotes the figures; it is not what was measured."""
     return not line.rstrip().endswith(".md")

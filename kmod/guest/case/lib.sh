@@ -84,3 +84,28 @@ case_policy() {
 		echo "XSIE-DECISION ${CASE_TAG:-} ${now%% *} $FEATURES $DECISION $current"
 	done
 }
+
+# --- storms: plug loads that keep both disks' submission paths busy while probes come and go ---
+storm_start() { # storm_start NAME: the disks and two endless plug loads; 1 if the disks fail
+	case_disks 200000 16 || { fail "$1_disks" "null_blk setup failed"; return 1; }
+	dmesg -c > /dev/null
+	rm -f /tmp/storm.stop
+	(while [ ! -e /tmp/storm.stop ]; do /xsie/bin/plugload /dev/nullb0 48 200 > /dev/null; done) &
+	STORM_L0=$!
+	(while [ ! -e /tmp/storm.stop ]; do /xsie/bin/plugload /dev/nullb1 24 2000 > /dev/null; done) &
+	STORM_L1=$!
+}
+storm_stop() { # storm_stop NAME: stop the loads, remove the disks (later tests make their own
+	# nullb0) and check the kernel log. The loads end after their current plugload, which holds
+	# the disks open until then (killing the loop would leave it running).
+	touch /tmp/storm.stop
+	wait "$STORM_L0" "$STORM_L1"
+	echo 0 > /sys/kernel/config/nullb/nullb1/power
+	rmdir /sys/kernel/config/nullb/nullb1
+	rmmod null_blk
+	if dmesg | grep -qE "Oops|BUG:|WARNING:"; then
+		fail "$1_kernel" "$(dmesg | grep -m1 -E 'Oops|BUG:|WARNING:')"
+	else
+		pass "$1_kernel" "the kernel log is clean"
+	fi
+}

@@ -6,12 +6,7 @@
 STORM_S=${STORM_S:-20}
 ensure_xsie
 load_const "$BLK" > /dev/null
-case_disks 200000 16 || { fail arm_storm_disks "null_blk setup failed"; exit 0; }
-dmesg -c > /dev/null
-(while :; do /xsie/bin/plugload /dev/nullb0 48 200 > /dev/null; done) &
-l0=$!
-(while :; do /xsie/bin/plugload /dev/nullb1 24 2000 > /dev/null; done) &
-l1=$!
+storm_start arm_storm || exit 0
 end=$(($(date +%s) + STORM_S))
 cycles=0 flips=0 failed=0
 while [ "$(date +%s)" -lt "$end" ]; do
@@ -27,18 +22,9 @@ while [ "$(date +%s)" -lt "$end" ]; do
 	$XSIECTL disarm "$BLK" > /dev/null || failed=$((failed + 1))
 	cycles=$((cycles + 1))
 done
-kill $l0 $l1
-wait $l0 $l1 2> /dev/null
 $XSIECTL unload "$BLK"
-echo 0 > /sys/kernel/config/nullb/nullb1/power
-rmdir /sys/kernel/config/nullb/nullb1
-rmmod null_blk
+storm_stop arm_storm
 metric arm_storm_cycles "$cycles"
 metric arm_storm_flips "$flips"
 check arm_storm_cycles "$cycles arm/flip/disarm cycles ($flips flips, $failed failed) in ${STORM_S}s" \
 	[ "$cycles" -gt 0 -a "$failed" = 0 ]
-if dmesg | grep -qE "Oops|BUG:|WARNING:"; then
-	fail arm_storm_kernel "$(dmesg | grep -m1 -E 'Oops|BUG:|WARNING:')"
-else
-	pass arm_storm_kernel "the kernel log is clean"
-fi
