@@ -54,6 +54,9 @@ def run(
     ] = None,
     report: Annotated[Path | None, typer.Option(help="Write the report to this directory when done.")] = None,
     ascii: AsciiOption = None,
+    hosts: Annotated[
+        Path | None, typer.Option(help="Hosts file: trials on these hosts in parallel, through bridges.")
+    ] = None,
 ) -> None:
     """Run the tuning job an SLO file describes."""
     from xtune.config import ConfigError, load
@@ -68,10 +71,26 @@ def run(
     except ConfigError as e:
         typer.echo(str(e), err=True)
         raise typer.Exit(2) from e
+    fleet = None
+    if hosts is not None:
+        from xtune.config import load_hosts
+
+        try:
+            fleet = load_hosts(hosts)
+            if slo.benchmark is None:
+                raise ConfigError([f"{file}:1: a run on several hosts measures with a `benchmark`"])
+        except ConfigError as e:
+            typer.echo(str(e), err=True)
+            raise typer.Exit(2) from e
     store = open_store(db)
     metrics = Metrics(slo.name)
     host, _, port = metrics_addr.rpartition(":")
     metrics.serve(host or "127.0.0.1", int(port))
+    if fleet is not None:
+        from xtune.cli.fleet import run_on_hosts
+
+        run_on_hosts(slo, fleet, store, metrics, console)
+        return
     job = run_job(slo, store, metrics, console, xrtd_socket, warm=True)
     job.print_table(console)
     if report is not None:

@@ -9,12 +9,15 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
+from xtune.config.hosts import HostsFile
 from xtune.config.schema import SloFile
+
+M = TypeVar("M", bound=BaseModel)
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -68,8 +71,8 @@ def _line(lines: dict[tuple[Any, ...], int], loc: tuple[Any, ...]) -> int:
     return 1
 
 
-def load_text(text: str, source: str = "<string>", variables: dict[str, str] | None = None) -> SloFile:
-    """Parse and validate an SLO file's text; raise ConfigError naming source:line: field."""
+def _parse(text: str, source: str, what: str) -> tuple[dict[str, Any], dict[tuple[Any, ...], int]]:
+    """The YAML mapping and the line of each of its parts; ConfigError naming source:line."""
     try:
         node = yaml.compose(text)
         doc = yaml.safe_load(text)
@@ -78,9 +81,28 @@ def load_text(text: str, source: str = "<string>", variables: dict[str, str] | N
         line = mark.line + 1 if mark else 1
         raise ConfigError([f"{source}:{line}: not valid YAML: {getattr(e, 'problem', e)}"]) from e
     if not isinstance(doc, dict) or node is None:
-        raise ConfigError([f"{source}:1: an SLO file is a mapping (name, objective, slo, knobs, ...)"])
+        raise ConfigError([f"{source}:1: {what}"])
     lines: dict[tuple[Any, ...], int] = {}
     _positions(node, (), lines)
+    return doc, lines
+
+
+def _validate(model: type[M], doc: Any, lines: dict[tuple[Any, ...], int], source: str) -> M:
+    try:
+        return model.model_validate(doc)
+    except ValidationError as e:
+        problems = []
+        for err in e.errors():
+            loc = tuple(x for x in err["loc"] if not (isinstance(x, str) and x.startswith("function-")))
+            field = ".".join(str(x) for x in loc) or "(top level)"
+            msg = err["msg"].removeprefix("Value error, ")
+            problems.append(f"{source}:{_line(lines, loc)}: {field}: {msg}")
+        raise ConfigError(problems) from e
+
+
+def load_text(text: str, source: str = "<string>", variables: dict[str, str] | None = None) -> SloFile:
+    """Parse and validate an SLO file's text; raise ConfigError naming source:line: field."""
+    doc, lines = _parse(text, source, "an SLO file is a mapping (name, objective, slo, knobs, ...)")
     missing: list[tuple] = []
     doc = _substitute(doc, variables or {}, (), missing)
     if missing:
@@ -90,16 +112,7 @@ def load_text(text: str, source: str = "<string>", variables: dict[str, str] | N
                 for p, n in missing
             ]
         )
-    try:
-        slo = SloFile.model_validate(doc)
-    except ValidationError as e:
-        problems = []
-        for err in e.errors():
-            loc = tuple(x for x in err["loc"] if not (isinstance(x, str) and x.startswith("function-")))
-            field = ".".join(str(x) for x in loc) or "(top level)"
-            msg = err["msg"].removeprefix("Value error, ")
-            problems.append(f"{source}:{_line(lines, loc)}: {field}: {msg}")
-        raise ConfigError(problems) from e
+    slo = _validate(SloFile, doc, lines, source)
     unknown = slo.unknown_reads()
     if unknown:
         raise ConfigError(
@@ -108,10 +121,19 @@ def load_text(text: str, source: str = "<string>", variables: dict[str, str] | N
     return slo
 
 
-def load(path: str | os.PathLike[str], variables: dict[str, str] | None = None) -> SloFile:
-    """Load an SLO file from disk (ConfigError when it cannot be read or is not valid)."""
+def _read(path: str | os.PathLike[str]) -> str:
     try:
-        text = Path(path).read_text()
+        return Path(path).read_text()
     except OSError as e:
         raise ConfigError([f"{path}:1: cannot read: {e.strerror}"]) from e
-    return load_text(text, str(path), variables)
+
+
+def load(path: str | os.PathLike[str], variables: dict[str, str] | None = None) -> SloFile:
+    """Load an SLO file from disk (ConfigError when it cannot be read or is not valid)."""
+    return load_text(_read(path), str(path), variables)
+
+
+def load_hosts(path: str | os.PathLike[str]) -> HostsFile:
+    """Load a hosts file (`xtune run --hosts`); ConfigError naming file, line and field."""
+    doc, lines = _parse(_read(path), str(path), "a hosts file is a mapping with a list `hosts`")
+    return _validate(HostsFile, doc, lines, str(path))

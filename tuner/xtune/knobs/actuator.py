@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Callable
 from typing import Any
 
 from xtune.config.schema import Knob
@@ -19,9 +20,17 @@ from xtune.knobs.table import KnobClient, KnobError, KnobTable
 
 
 class Actuator:
-    def __init__(self, socket_path: str, knobs: list[Knob], lease_ms: int = 1000) -> None:
+    def __init__(
+        self,
+        socket_path: str,
+        knobs: list[Knob],
+        lease_ms: int = 1000,
+        connect: Callable[[str], KnobClient] | None = None,
+    ) -> None:
+        """`connect(client_name)` opens the client (default: xrtd's socket at `socket_path`)."""
         self.knobs = knobs
-        self.client = KnobClient(socket_path, client=f"tuner-{os.getpid()}-{os.urandom(3).hex()}")
+        name = f"tuner-{os.getpid()}-{os.urandom(3).hex()}"
+        self.client = connect(name) if connect else KnobClient(socket_path, client=name)
         self.registered: list[str] = []
         self.original: dict[str, Any] = {}
         self.current: dict[str, Any] = {}

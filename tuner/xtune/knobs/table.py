@@ -215,14 +215,7 @@ class KnobClient:
         self.socket_path = str(socket_path)
         self.timeout = timeout
         self.client_name = client
-        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._sock.settimeout(timeout)
-        try:
-            self._sock.connect(self.socket_path)
-        except OSError as exc:
-            self._sock.close()
-            raise KnobError(f"cannot connect to xrtd at {self.socket_path}: {exc.strerror}") from exc
-        self._rfile = self._sock.makefile("rb")
+        self._connect()
         self._lease: _LeaseThread | None = None
         if client is not None:
             try:
@@ -231,10 +224,32 @@ class KnobClient:
                 self.close()
                 raise
 
-    def close(self) -> None:
-        self.stop_lease()
+    def _connect(self) -> None:
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock.settimeout(self.timeout)
+        try:
+            self._sock.connect(self.socket_path)
+        except OSError as exc:
+            self._sock.close()
+            raise KnobError(f"cannot connect to xrtd at {self.socket_path}: {exc.strerror}") from exc
+        self._rfile = self._sock.makefile("rb")
+
+    def _exchange(self, line: bytes) -> bytes:
+        """One request line out, its reply line back (b"" when xrtd closed the connection)."""
+        self._sock.sendall(line + b"\n")
+        return self._rfile.readline()
+
+    def _disconnect(self) -> None:
         self._rfile.close()
         self._sock.close()
+
+    def connect_again(self) -> KnobClient:
+        """A second connection to the same xrtd, speaking for the same client (the lease's)."""
+        return KnobClient(self.socket_path, self.timeout, self.client_name)
+
+    def close(self) -> None:
+        self.stop_lease()
+        self._disconnect()
 
     def __enter__(self) -> KnobClient:
         return self
@@ -251,8 +266,7 @@ class KnobClient:
 
     def call_raw(self, line: bytes) -> dict[str, Any]:
         """Send one raw line (tests use it for malformed input); return the parsed reply."""
-        self._sock.sendall(line.rstrip(b"\n") + b"\n")
-        data = self._rfile.readline()
+        data = self._exchange(line.rstrip(b"\n"))
         if not data:
             raise KnobError(f"xrtd at {self.socket_path} closed the connection")
         return json.loads(data)
@@ -342,8 +356,13 @@ class KnobClient:
     def start_lease(self, period: float = 0.05, lease_ms: int = 300) -> None:
         """Renew the lease from a background thread (own connection) every `period` seconds."""
         self.stop_lease()
-        self._lease = _LeaseThread(self.socket_path, period, lease_ms, self.client_name)
+        self._lease = _LeaseThread(self.connect_again(), period, lease_ms)
         self._lease.start()
+
+    @property
+    def lease_error(self) -> Exception | None:
+        """Why the lease thread stopped renewing (the lease is lost), or None."""
+        return self._lease.error if self._lease is not None else None
 
     def stop_lease(self, release: bool = True) -> None:
         """Stop renewing; with `release`, end the lease so xrtd does not revert."""
@@ -353,9 +372,9 @@ class KnobClient:
 
 
 class _LeaseThread(threading.Thread):
-    def __init__(self, socket_path: str, period: float, lease_ms: int, client: str | None) -> None:
+    def __init__(self, client: KnobClient, period: float, lease_ms: int) -> None:
         super().__init__(name="xtune-lease", daemon=True)
-        self._client = KnobClient(socket_path, client=client)
+        self._client = client
         self._period = period
         self._lease_ms = lease_ms
         self._done = threading.Event()

@@ -1,0 +1,39 @@
+"""`xtune run FILE --hosts HOSTS`: the coordinator's run and what it prints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from xtune.config import HostsFile, SloFile
+from xtune.hosts.coordinator import FleetError, run_fleet
+from xtune.trials.store import Store
+from xtune.tuning.metrics import Metrics
+
+
+def run_on_hosts(slo: SloFile, hosts: HostsFile, store: Store, metrics: Metrics, console: Console) -> None:
+    def progress(host: str, event: str, data: dict[str, Any]) -> None:
+        if event == "trial":
+            console.print(f"{host}: trial {data['index']} {data['params']}", highlight=False)
+        elif event == "failed":
+            console.print(f"[red]{host}: failed: {data['reason']}[/]", highlight=False)
+
+    try:
+        result = run_fleet(slo, hosts, store, metrics, progress)
+    except FleetError as e:
+        typer.echo(f"xtune run: {e}", err=True)
+        raise typer.Exit(1) from e
+    finally:
+        metrics.close()
+    table = Table(title=f"run {result.experiment_id}: {slo.name} on {len(hosts.hosts)} hosts")
+    for col in ("host", "trials", "state"):
+        table.add_column(col)
+    for run in result.hosts:
+        table.add_row(run.host.name, str(len(run.trials)), run.error or "ok")
+    console.print(table)
+    n, seconds = len(result.trials), result.seconds
+    console.print(f"{n} trials in {seconds:.1f} s ({n * 3600 / seconds:.0f} per hour)")
+    console.print(f"best: {result.best}" if result.best else "best: none met the SLO", highlight=False)

@@ -1,0 +1,1 @@
+"""Several hosts: xrtd reached through its bridge, simulated hosts, and the coordinator."""

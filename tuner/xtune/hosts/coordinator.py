@@ -1,0 +1,201 @@
+"""One tuning run on several hosts at once: `xtune run FILE --hosts HOSTS`.
+
+Each host gets the loop's own trial path (`BenchRunner`: apply as one xrtd transaction, settle,
+measure the benchmark, guard, store) with an `Actuator` whose xrtd client is a `BridgeClient`
+to that host's bridge, so the host keeps its own lease. One policy serves every host: each host's
+thread asks it for the next trial while the others' are still running (Ax then generates an arm
+that takes the pending ones into account), so N hosts run N trials in parallel. Trials go into one
+run (experiment) of the store, their policy named `<policy>@<host>`.
+
+A host whose bridge or xrtd is lost fails its trial with the reason and leaves the run; the others
+go on. A coordinator that dies stops heartbeating: every host's xrtd restores its knobs when the
+lease runs out (one second).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from xtune.config.hosts import Host, HostsFile
+from xtune.config.schema import SloFile
+from xtune.hosts.bridge import BridgeClient
+from xtune.knobs.actuator import Actuator
+from xtune.knobs.table import KnobError
+from xtune.policies import make_policy
+from xtune.policies.base import Outcome, TrialPolicy
+from xtune.signals.curve import ClientKeys, CurveError
+from xtune.trials.store import Store, StoredTrial
+from xtune.tuning.bench_loop import BenchRunner, NoFrames, SkipFailed
+from xtune.tuning.loop import TrialResult
+from xtune.tuning.metrics import Metrics
+
+LEASE_MS = 1000
+
+# (host, event, data): the loop's progress events, with the host's name.
+FleetProgress = Callable[[str, str, dict[str, Any]], None]
+
+
+class FleetError(RuntimeError):
+    """The run cannot go on: no host could start; the message gives each host's reason."""
+
+
+@dataclass
+class HostRun:
+    host: Host
+    runner: HostRunner | None = None
+    trials: list[TrialResult] = field(default_factory=list)
+    error: str | None = None  # why the host left the run
+
+
+@dataclass
+class FleetResult:
+    experiment_id: int
+    hosts: list[HostRun]
+    best: dict[str, Any] | None
+    seconds: float
+
+    @property
+    def trials(self) -> list[TrialResult]:
+        return [t for h in self.hosts for t in h.trials]
+
+
+class HostRunner(BenchRunner):
+    """The loop's trial path on one host; a trial during which the host's lease was lost fails."""
+
+    def measure(self, n: int, phase: str, trial: int | None = None, guarded: bool = False) -> Any:
+        measured = super().measure(n, phase, trial, guarded)
+        lost = self.actuator.client.lease_error
+        if lost is not None:
+            raise KnobError(f"lease lost while measuring: {lost}")
+        return measured
+
+
+class _HostPolicy(TrialPolicy):
+    """A host's view of the shared policy: one lock, the host's name in the store."""
+
+    def __init__(self, inner: TrialPolicy, lock: threading.Lock, host: str) -> None:
+        self.inner = inner
+        self.lock = lock
+        self.name = f"{inner.name}@{host}"
+
+    def suggest(self) -> tuple[int, dict[str, Any]] | None:
+        with self.lock:
+            return self.inner.suggest()
+
+    def complete(self, index: int, params: dict[str, Any], outcome: Outcome) -> None:
+        with self.lock:
+            self.inner.complete(index, params, outcome)
+
+
+def host_slo(slo: SloFile, host: Host) -> SloFile:
+    """The file as one host runs it: its benchmark inside the host's namespace, if it has one."""
+    if slo.benchmark is None:
+        raise ValueError(f"{slo.name}: a run on several hosts measures with a `benchmark` (none in the file)")
+    if host.netns is None:
+        return slo
+    return slo.model_copy(update={"benchmark": slo.benchmark.model_copy(update={"netns": host.netns})})
+
+
+def run_fleet(
+    slo: SloFile,
+    hosts: HostsFile,
+    store: Store,
+    metrics: Metrics,
+    progress: FleetProgress | None = None,
+) -> FleetResult:
+    """Baseline on every host, trials on all of them in parallel until the policy is done, then
+    each host's knobs kept or restored as the file says. Raises FleetError if no host starts."""
+    started = time.monotonic()
+    report = progress or (lambda _host, _event, _data: None)
+    config = {**slo.model_dump(mode="json"), "hosts": [h.name for h in hosts.hosts]}
+    experiment_id = store.new_experiment(slo.name, config)
+    runs = [HostRun(h) for h in hosts.hosts]
+
+    def start(run: HostRun) -> None:
+        name = run.host.name
+        try:
+            keys = ClientKeys.load(run.host.keys)
+            hslo = host_slo(slo, run.host)
+            actuator = Actuator(
+                run.host.bridge,
+                hslo.knobs,
+                LEASE_MS,
+                connect=lambda client: BridgeClient(run.host.bridge, keys, client=client),
+            )
+        except (KnobError, CurveError, OSError) as e:
+            run.error = f"host {name}: {e}"
+            report(name, "failed", {"reason": run.error})
+            return
+        run.runner = HostRunner(
+            hslo, actuator, NoFrames(), store, metrics, None,
+            lambda event, data: report(name, event, data), experiment_id,
+        )  # fmt: skip
+        try:
+            run.runner.baseline()
+        except (KnobError, OSError, RuntimeError) as e:
+            _leave(run, f"host {name}: baseline: {e}", report)
+
+    _each(runs, start)
+    live = [r for r in runs if r.runner is not None and r.error is None]
+    if not live:
+        raise FleetError("no host could start: " + "; ".join(r.error or "" for r in runs))
+    assert live[0].runner is not None
+    bounds = {i: b.bound for i, b in enumerate(live[0].runner.guard.baseline)}
+    policy = SkipFailed(make_policy(slo, bounds))
+    lock = threading.Lock()
+    try:
+        _each(live, lambda run: _trials(run, _HostPolicy(policy, lock, run.host.name), report))
+    finally:
+        policy.close()
+    best = live[0].runner.best([t for r in runs for t in r.trials])
+    for run in runs:
+        if run.runner is not None:
+            with contextlib.suppress(KnobError, OSError):
+                run.runner.close()
+    store.update_experiment(
+        experiment_id,
+        result={"best": best, "hosts": {r.host.name: r.error for r in runs}},
+    )
+    return FleetResult(experiment_id, runs, best, time.monotonic() - started)
+
+
+def _each(runs: list[HostRun], fn: Callable[[HostRun], None]) -> None:
+    threads = [threading.Thread(target=fn, args=(r,), name=f"xtune-{r.host.name}") for r in runs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def _leave(run: HostRun, reason: str, report: FleetProgress) -> None:
+    run.error = reason
+    report(run.host.name, "failed", {"reason": reason})
+
+
+def _trials(run: HostRun, policy: _HostPolicy, report: FleetProgress) -> None:
+    """Trials on one host until the policy has none left or the host is lost."""
+    runner = run.runner
+    assert runner is not None
+    while (suggestion := policy.suggest()) is not None:
+        index, params = suggestion
+        began = time.time()
+        try:
+            done = runner.trial(policy, index, params)
+        except (KnobError, OSError) as e:
+            reason = f"host {run.host.name}: {e}"
+            runner.store.add_trial(
+                runner.experiment_id,
+                StoredTrial(index, policy.name, params, "failed", None, None, {"error": reason}),
+                began,
+                time.time(),
+            )
+            runner.metrics.trials.labels(runner.metrics.experiment, "failed").inc()
+            _leave(run, reason, report)
+            return
+        run.trials.append(done)
+        policy.complete(index, params, done.outcome())

@@ -1,0 +1,145 @@
+"""Hosts simulated on this machine: each a network namespace running its own xrtd and xrtd-bridge.
+
+    root namespace 10.S.I.1 ── veth ── 10.S.I.2 host I's namespace: xrtd + xrtd-bridge (:7207)
+
+The coordinator reaches each host over TCP on its veth address, as it would a machine; the
+host's knobs are its namespace's sysctls (xrtd runs inside it). xrtd runs with
+`--lease-action original`: a host whose coordinator is lost goes back to what it had.
+Keys come from `xrtd-bridge --keygen` into the host's state dir. Everything is removed on close.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import yaml
+
+from xtune import paths
+from xtune.host import netns
+from xtune.signals.curve import ClientKeys
+
+BRIDGE_PORT = 7207
+
+
+class SimulatedHost:
+    def __init__(self, root: Path, index: int, subnet: int, tag: str) -> None:
+        self.name = f"h{index}"
+        self.netns = f"xth-{tag}-{index}"
+        self.dir = root / self.name
+        self.keys_dir = self.dir / "keys"
+        self.socket = str(self.dir / "xrtd.sock")
+        self.shm = f"xtknobs-{tag}-{index}"
+        self.addr = f"10.{subnet}.{index}.2"
+        self.bridge = f"tcp://{self.addr}:{BRIDGE_PORT}"
+        self._veth = (f"xr{tag}{index}"[:15], f"xh{tag}{index}"[:15], f"10.{subnet}.{index}.1")
+        self.xrtd: subprocess.Popen[bytes] | None = None
+        self.bridge_proc: subprocess.Popen[bytes] | None = None
+
+    def create(self) -> SimulatedHost:
+        self.dir.mkdir(parents=True)
+        netns.run("ip", "netns", "add", self.netns)
+        netns.run("ip", "-n", self.netns, "link", "set", "lo", "up")
+        root_dev, host_dev, root_addr = self._veth
+        netns.run("ip", "link", "add", root_dev, "type", "veth",
+                  "peer", "name", host_dev, "netns", self.netns)  # fmt: skip
+        netns.run("ip", "addr", "add", f"{root_addr}/24", "dev", root_dev)
+        netns.run("ip", "link", "set", root_dev, "up")
+        netns.run("ip", "-n", self.netns, "addr", "add", f"{self.addr}/24", "dev", host_dev)
+        netns.run("ip", "-n", self.netns, "link", "set", host_dev, "up")
+        netns.run(str(paths.binary("xrtd-bridge")), "--keygen", str(self.keys_dir))
+        return self.start()
+
+    def _spawn(self, name: str, *argv: str) -> subprocess.Popen[bytes]:
+        with open(self.dir / f"{name}.log", "ab") as log:
+            return subprocess.Popen(
+                ["ip", "netns", "exec", self.netns, str(paths.binary(name)), *argv], stdout=log, stderr=log
+            )
+
+    def start(self) -> SimulatedHost:
+        """Start xrtd and the bridge (again, over the same state dir, after a kill)."""
+        self.xrtd = self._spawn(
+            "xrtd", "--socket", self.socket, "--state-dir", str(self.dir / "state"), "--shm", self.shm,
+            "--lease-action", "original",
+        )  # fmt: skip
+        self._wait(self.xrtd, "xrtd", lambda: os.path.exists(self.socket))
+        self.bridge_proc = self._spawn(
+            "xrtd-bridge", "--xrtd-socket", self.socket, "--keys", str(self.keys_dir),
+            "--endpoint", self.bridge,
+        )  # fmt: skip
+        log = self.dir / "xrtd-bridge.log"
+        self._wait(self.bridge_proc, "xrtd-bridge", lambda: b"serving" in log.read_bytes())
+        return self
+
+    def _wait(self, proc: subprocess.Popen[bytes], name: str, ready: object) -> None:
+        deadline = time.monotonic() + 10
+        while not ready():  # type: ignore[operator]
+            if proc.poll() is not None:
+                log = (self.dir / f"{name}.log").read_text()
+                raise RuntimeError(f"{self.name}: {name} exited with {proc.returncode}: {log}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self.name}: {name} not ready within 10 s")
+            time.sleep(0.01)
+
+    def client_keys(self) -> ClientKeys:
+        return ClientKeys.load(self.keys_dir)
+
+    def sysctl(self, key: str) -> str:
+        return netns.sysctl(self.netns, key) or ""
+
+    def kill(self) -> None:
+        """SIGKILL the bridge and xrtd: the host is gone mid-trial."""
+        for proc in (self.bridge_proc, self.xrtd):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+    def close(self) -> None:
+        for proc in (self.bridge_proc, self.xrtd):
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+        subprocess.run(["ip", "netns", "del", self.netns], check=False, capture_output=True)
+        if os.path.exists(f"/dev/shm/{self.shm}"):
+            os.unlink(f"/dev/shm/{self.shm}")
+
+
+class SimulatedFleet:
+    """N simulated hosts and the hosts file that names them (`hosts.yaml` in `root`)."""
+
+    def __init__(self, root: Path, count: int) -> None:
+        tag = f"{os.getpid() % 10000}{os.urandom(1).hex()}"
+        subnet = 100 + int.from_bytes(os.urandom(1)) % 100
+        self.root = root
+        self.hosts = [SimulatedHost(root, i + 1, subnet, tag) for i in range(count)]
+        self.hosts_file = root / "hosts.yaml"
+
+    def __enter__(self) -> SimulatedFleet:
+        try:
+            for host in self.hosts:
+                host.create()
+        except BaseException:
+            self.close()
+            raise
+        doc = {
+            "hosts": [
+                {"name": h.name, "bridge": h.bridge, "keys": str(h.keys_dir), "netns": h.netns}
+                for h in self.hosts
+            ]
+        }
+        self.hosts_file.write_text(yaml.safe_dump(doc, sort_keys=False))
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for host in self.hosts:
+            host.close()
