@@ -83,17 +83,40 @@ static int serve_one(struct target *t, const struct sie_plan *p, int block)
 	return 0;
 }
 
+static long elapsed_ns(const struct timespec *since)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - since->tv_sec) * 1000000000l + (now.tv_nsec - since->tv_nsec);
+}
+
 /* Between attempts to quiesce: keep serving breakpoints for about a millisecond. */
 static void serve_pause(struct target *t, const struct sie_plan *p)
 {
-	struct timespec a, b;
+	struct timespec a;
 
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	do {
 		if (serve_one(t, p, 0))
 			nanosleep(&(struct timespec){0, 50000}, NULL);
-		clock_gettime(CLOCK_MONOTONIC, &b);
-	} while ((b.tv_sec - a.tv_sec) * 1000000000l + (b.tv_nsec - a.tv_nsec) < 1000000);
+	} while (elapsed_ns(&a) < 1000000);
+}
+
+/*
+ * Serve the events pending now, for at most about a millisecond: threads that hit int3 spans
+ * faster than the engine serves them would otherwise keep it from its control channel for good.
+ * Returns 1 when events may be left.
+ */
+static int serve_pending(struct target *t, const struct sie_plan *p)
+{
+	struct timespec a;
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	while (!serve_one(t, p, 0))
+		if (elapsed_ns(&a) >= 1000000)
+			return 1;
+	return 0;
 }
 
 static int trap_pending(pid_t pid, pid_t tid)
@@ -292,7 +315,7 @@ int sie_run(pid_t pid, struct sie_plan *p, const struct sie_opts *o, struct sie_
 	static struct target t;
 	struct sie_opts so = *o;
 	sigset_t mask;
-	int sfd, done = 0;
+	int sfd, done = 0, more = 0;
 
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
@@ -316,13 +339,13 @@ int sie_run(pid_t pid, struct sie_plan *p, const struct sie_opts *o, struct sie_
 			{.fd = sfd, .events = POLLIN}};
 		struct signalfd_siginfo si;
 
-		if (poll(fds, 2, -1) < 0 && errno != EINTR)
+		/* Events left over: their SIGCHLD was read already, so look without blocking. */
+		if (poll(fds, 2, more ? 0 : -1) < 0 && errno != EINTR)
 			break;
 		while (read(sfd, &si, sizeof(si)) == sizeof(si))
 			if (si.ssi_signo != SIGCHLD)
 				done = 1;
-		while (!serve_one(&t, p, 0))
-			;
+		more = serve_pending(&t, p);
 		if (done || !(fds[0].revents & (POLLIN | POLLHUP | POLLERR)))
 			continue;
 		if (ctl->listen_fd >= 0)

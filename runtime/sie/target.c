@@ -20,8 +20,14 @@ static int known(struct target *t, pid_t tid)
 	return 0;
 }
 
-/* Wait for one thread's stop; a signal that stops it instead is kept for later delivery. */
-static int wait_stopped(struct target *t, struct thread *th)
+/*
+ * Wait for one thread's stop; a signal that stops it instead is kept for later delivery. After an
+ * INTERRUPT (`interrupted`), until the stop that answers it: a stop reported first (a trap, a
+ * signal, an event) would leave the INTERRUPT pending, and it would stop the thread again before
+ * its first instruction each time it is resumed, so that it could never leave a safe span. Such a
+ * thread is let on, and stops at once, still at the same instruction.
+ */
+static int wait_stopped(struct target *t, struct thread *th, int interrupted)
 {
 	int st;
 
@@ -40,12 +46,11 @@ static int wait_stopped(struct target *t, struct thread *th)
 			continue;
 		if (st >> 16 && st >> 16 != PTRACE_EVENT_STOP)
 			target_event(t, th->tid, st);
-		if (st >> 16 == PTRACE_EVENT_STOP || WSTOPSIG(st) == SIGTRAP)
+		else if (st >> 16 == 0 && WSTOPSIG(st) != SIGTRAP && !th->pending_sig)
+			th->pending_sig = WSTOPSIG(st); /* a signal: delivered on resume */
+		if (!interrupted || st >> 16 == PTRACE_EVENT_STOP)
 			return 0;
-		/* Signal-delivery stop: the thread is stopped; deliver the signal when it resumes.
-		 */
-		th->pending_sig = WSTOPSIG(st);
-		return 0;
+		ptrace(PTRACE_CONT, th->tid, 0, 0);
 	}
 }
 
@@ -106,7 +111,7 @@ void target_event(struct target *t, pid_t tid, int status)
 			return;
 		th = add_thread(t, (pid_t)msg);
 		if (th)
-			wait_stopped(t, th);
+			wait_stopped(t, th, 0);
 		else
 			ptrace(PTRACE_DETACH, (pid_t)msg, 0, 0);
 		break;
@@ -206,7 +211,7 @@ int target_attach(struct target *t, pid_t pid, char err[SIE_ERR_LEN])
 				break;
 			}
 			ptrace(PTRACE_INTERRUPT, tid, 0, 0);
-			wait_stopped(t, th);
+			wait_stopped(t, th, 1);
 			added++;
 		}
 		closedir(d);
@@ -268,7 +273,7 @@ int target_stop(struct target *t, int busy_only, char err[SIE_ERR_LEN])
 			continue;
 		}
 		ptrace(PTRACE_INTERRUPT, th->tid, 0, 0);
-		if (!wait_stopped(t, th))
+		if (!wait_stopped(t, th, 1))
 			live++;
 	}
 	if (!live || t->threads[0].gone) {
