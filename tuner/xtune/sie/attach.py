@@ -203,7 +203,8 @@ def set_value(pid: int, name: str, value: int, const: PerfConst | None = None) -
 
 
 def _control(att: Attachment, line: str, timeout: float = 60) -> str:
-    """One command to the engine; its one-line reply."""
+    """One command to the engine; its one-line reply. The engine answers a `set` within its
+    quiescence timeout; no answer in `timeout` seconds means it is stuck, and the error says where."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.settimeout(timeout)
         try:
@@ -211,8 +212,54 @@ def _control(att: Attachment, line: str, timeout: float = 60) -> str:
             s.sendall(line.encode() + b"\n")
             reply = s.makefile().readline().strip()
         except OSError as e:
-            raise SieError(f"pid {att.pid}: the engine (pid {att.server}) does not answer: {e}") from e
+            stuck = engine_activity(att.server, att.pid)
+            raise SieError(f"pid {att.pid}: the engine does not answer '{line}': {e}; {stuck}") from e
     return reply or f"err the engine (pid {att.server}) closed the connection"
+
+
+# System calls an engine waits in, named in engine_activity.
+_SYSCALLS = {0: "read", 7: "poll", 35: "nanosleep", 43: "accept", 61: "wait4", 230: "clock_nanosleep"}
+
+
+def engine_activity(server: int, pid: int) -> str:
+    """What the engine `server` and its process `pid` are doing now: for an error about a stuck engine."""
+    try:
+        state = Path(f"/proc/{server}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        call = Path(f"/proc/{server}/syscall").read_text().split()
+    except OSError:
+        return f"the engine (pid {server}) is gone"
+    if call[0] in ("running", "-1"):
+        doing = "running" if call[0] == "running" else "in user space"
+    else:
+        doing = f"in {_SYSCALLS.get(int(call[0]), 'system call ' + call[0])}"
+        if call[0] == "61":
+            waited = int(call[1], 16) & 0xFFFFFFFF  # a pid_t: -1 for any thread
+            doing += f" for pid {waited - (waited >> 31 << 32)}"
+    threads: dict[str, int] = {}
+    for task in Path(f"/proc/{pid}/task").glob("*/stat"):
+        try:
+            s = task.read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        threads[s] = threads.get(s, 0) + 1
+    return f"the engine (pid {server}) is in state {state}, {doing}; pid {pid}'s threads by state: {threads}"
+
+
+def kill_tracing_engine(pid: int) -> str:
+    """When an engine this process started is the tracer of `pid`: what it is doing, then SIGKILL
+    (its tracees go free: a process with int3 spans dies of their next hit). '' otherwise."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return ""
+    tracer = int(next((ln.split()[1] for ln in status.splitlines() if ln.startswith("TracerPid:")), "0"))
+    p = _servers.pop(tracer, None)
+    if p is None:
+        return ""
+    activity = engine_activity(tracer, pid)
+    p.kill()
+    p.wait()
+    return activity
 
 
 def detach(pid: int, timeout_ms: int = 2000) -> None:

@@ -26,6 +26,7 @@ CONFIGS = [("gcc", "-O0"), ("gcc", "-O2"), ("clang", "-O0"), ("clang", "-O2")]
 ALL_LEVELS = [(cc, opt) for cc in ("gcc", "clang") for opt in ("-O0", "-O2", "-O3")]
 # The share of corpus cases retuned exactly, as tuner/xtune/sie/README.md claims it.
 PASS_RATE = 0.77
+KILL_GRACE_S = 10  # a killed target is reaped at once unless its tracer is stuck
 VALUES = [64, 32, 128]
 PROBES = [48, 100, 16, 256, 5]
 INPUTS = [
@@ -115,8 +116,23 @@ class Target:
         return out
 
     def close(self) -> None:
-        self.p.kill()
-        self.p.wait()
+        kill(self.p)
+
+
+def kill(p: subprocess.Popen[str]) -> None:
+    """SIGKILL a target and reap it. Its tracer must reap it first: an engine this process started
+    that does not within a short grace is stuck, and is killed too, and the error says where it was
+    stuck (never a test that hangs until its timeout)."""
+    p.kill()
+    try:
+        p.wait(timeout=KILL_GRACE_S)
+        return
+    except subprocess.TimeoutExpired:
+        stuck = eng.kill_tracing_engine(p.pid)
+    if stuck:
+        p.wait(timeout=KILL_GRACE_S)  # its engine is gone: the process is reaped now
+    why = stuck or "its tracer is no engine this process started"
+    raise AssertionError(f"pid {p.pid} was not reaped {KILL_GRACE_S} s after SIGKILL: {why}")
 
 
 def worker_answer(n: int, k: int) -> str:
@@ -159,8 +175,7 @@ class LineTarget:
         return self.p.stdout.readline().strip()
 
     def close(self) -> None:
-        self.p.kill()
-        self.p.wait()
+        kill(self.p)
 
 
 def reference(spec: Spec, value: int) -> list[str]:
