@@ -35,6 +35,7 @@ from xtune.tuning.loop import TrialResult
 from xtune.tuning.metrics import Metrics
 
 LEASE_MS = 1000
+BRIDGE_TIMEOUT_S = 5.0  # xrtd answers at once; a host silent this long is lost
 
 # (host, event, data): the loop's progress events, with the host's name.
 FleetProgress = Callable[[str, str, dict[str, Any]], None]
@@ -69,7 +70,10 @@ class HostRunner(BenchRunner):
 
     def measure(self, n: int, phase: str, trial: int | None = None, guarded: bool = False) -> Any:
         measured = super().measure(n, phase, trial, guarded)
-        lost = self.actuator.client.lease_error
+        client = self.actuator.client
+        lost = client.lease_error
+        if lost is None and not client.status()["lease"]["held"]:  # KnobError if the host is gone
+            lost = "xrtd holds no lease of this client (it ran out, or xrtd restarted)"
         if lost is not None:
             raise KnobError(f"lease lost while measuring: {lost}")
         return measured
@@ -125,7 +129,7 @@ def run_fleet(
                 run.host.bridge,
                 hslo.knobs,
                 LEASE_MS,
-                connect=lambda client: BridgeClient(run.host.bridge, keys, client=client),
+                connect=lambda client: BridgeClient(run.host.bridge, keys, BRIDGE_TIMEOUT_S, client),
             )
         except (KnobError, CurveError, OSError) as e:
             run.error = f"host {name}: {e}"

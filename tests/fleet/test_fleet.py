@@ -1,0 +1,135 @@
+"""Several hosts, each a network namespace with its own xrtd and xrtd-bridge, reached over TCP with
+CURVE: refusals, a host lost mid-trial, and a coordinator killed with SIGKILL."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import zmq
+from xtune import paths
+from xtune.config import load, load_hosts
+from xtune.hosts.bridge import BridgeClient
+from xtune.hosts.coordinator import run_fleet
+from xtune.knobs.table import KnobError
+from xtune.signals.curve import ClientKeys
+from xtune.testing.fleet import SimulatedFleet
+from xtune.trials.store import Store
+from xtune.tuning.metrics import Metrics
+
+pytestmark = pytest.mark.root
+SLO = paths.ROOT / "experiments/fleet/sysctl-score.yaml"
+SOMAXCONN = "net.core.somaxconn"
+
+
+@pytest.fixture
+def fleet(tmp_path: Path, bin_dir: Path) -> Iterator[Callable[[int], SimulatedFleet]]:
+    made: list[SimulatedFleet] = []
+
+    def make(n: int) -> SimulatedFleet:
+        f = SimulatedFleet(tmp_path, n)
+        made.append(f)
+        return f.__enter__()
+
+    yield make
+    for f in made:
+        f.close()
+
+
+def until(what: str, check: Callable[[], bool], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"not within {timeout:g} s: {what}"
+        time.sleep(0.05)
+
+
+def test_a_key_not_authorized_is_refused_and_changes_nothing(fleet, tmp_path: Path) -> None:
+    host = fleet(1).hosts[0]
+    before = host.sysctl(SOMAXCONN)
+    public, secret = zmq.curve_keypair()
+    stranger = ClientKeys(secret=secret, public=public, server=host.client_keys().server)
+    with pytest.raises(KnobError, match="not in the publisher's authorized_clients"):
+        BridgeClient(host.bridge, stranger, timeout=5, client="stranger")
+    with pytest.raises(KnobError, match="no reply|failed 3 times"):  # the host's own key, wrong server key
+        keys = host.client_keys()
+        BridgeClient(host.bridge, ClientKeys(keys.secret, keys.public, public), timeout=3, client="x")
+    assert "refused ZeroMQ client" in (host.dir / "xrtd-bridge.log").read_text()
+    with BridgeClient(host.bridge, host.client_keys()) as own:
+        assert own.list() == []  # nothing was registered
+    assert host.sysctl(SOMAXCONN) == before
+
+
+def test_the_bridge_refuses_to_serve_without_curve(fleet, tmp_path: Path) -> None:
+    host = fleet(1).hosts[0]
+    bridge = str(paths.binary("xrtd-bridge"))
+    no_keys = subprocess.run([bridge, "--xrtd-socket", host.socket], capture_output=True, text=True)
+    assert no_keys.returncode == 2 and "--keys DIR is required" in no_keys.stderr
+    empty = tmp_path / "empty-keys"
+    empty.mkdir()
+    missing = subprocess.run(
+        [bridge, "--xrtd-socket", host.socket, "--keys", str(empty), "--endpoint", "tcp://127.0.0.1:7299"],
+        capture_output=True,
+        text=True,
+    )
+    assert missing.returncode == 1 and "server.key" in missing.stderr
+
+
+def test_a_host_killed_mid_trial_fails_that_trial_and_the_others_go_on(fleet, tmp_path: Path) -> None:
+    f = fleet(2)
+    h1, h2 = f.hosts
+    original = h2.sysctl(SOMAXCONN)
+    slo = load(SLO, {"MEASURE_S": "1", "BUDGET": "5"})
+    store = Store(f"sqlite:///{tmp_path}/trials.db")
+    killed: list[int] = []
+
+    def progress(host: str, event: str, data: dict) -> None:
+        # After h2's first trial applied its values and measured, before the trial is stored.
+        if host == "h2" and event == "window" and data["phase"] == "measure" and not killed:
+            killed.append(data["trial"])
+            h2.kill()
+
+    result = run_fleet(slo, load_hosts(f.hosts_file), store, Metrics(slo.name), progress)
+    by_host = {r.host.name: r for r in result.hosts}
+    assert by_host["h2"].error is not None and "host h2" in by_host["h2"].error
+    assert by_host["h1"].error is None
+    trials = store.trials(result.experiment_id)
+    failed = [t for t in trials if t.status == "failed"]
+    assert [t.index for t in failed] == killed and "host h2" in failed[0].metrics["error"]
+    assert sum(t.status == "completed" for t in trials) == 4  # the rest of the budget, on h1
+    assert all(t.policy == "bo@h1" for t in trials if t.status == "completed")
+    assert h1.sysctl(SOMAXCONN) == original  # restored at the end of the run
+    h2.start()  # xrtd's journal replay on the next start puts back whatever the dead one changed
+    assert h2.sysctl(SOMAXCONN) == original
+
+
+def test_a_coordinator_killed_leaves_every_host_restored_within_its_lease(fleet, tmp_path: Path) -> None:
+    f = fleet(2)
+    original = [(h.sysctl(SOMAXCONN), h.sysctl("net.ipv4.tcp_fin_timeout")) for h in f.hosts]
+    coordinator = subprocess.Popen(
+        [
+            str(paths.ROOT / ".venv/bin/xtune"), "run", str(SLO), "--hosts", str(f.hosts_file),
+            "--db", f"sqlite:///{tmp_path}/trials.db", "--metrics-addr", "127.0.0.1:0",
+            "--var", "MEASURE_S=2", "--var", "BUDGET=40",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        # Both hosts in a trial: each has values that are not its own.
+        until(
+            "a trial on every host",
+            lambda: all(h.sysctl(SOMAXCONN) != o[0] for h, o in zip(f.hosts, original, strict=True)),
+            90,
+        )
+    finally:
+        os.kill(coordinator.pid, signal.SIGKILL)
+        coordinator.wait()
+    for host, (somaxconn, fin_timeout) in zip(f.hosts, original, strict=True):
+        until(f"{host.name} restored", lambda h=host, v=somaxconn: h.sysctl(SOMAXCONN) == v, timeout=10)
+        assert host.sysctl("net.ipv4.tcp_fin_timeout") == fin_timeout
+        assert "lease expired" in (host.dir / "state" / "audit.log").read_text()
