@@ -72,10 +72,10 @@ class HostRunner(BenchRunner):
         measured = super().measure(n, phase, trial, guarded)
         client = self.actuator.client
         lost = client.lease_error
-        if lost is None and not client.status()["lease"]["held"]:  # KnobError if the host is gone
-            lost = "xrtd holds no lease of this client (it ran out, or xrtd restarted)"
         if lost is not None:
             raise KnobError(f"lease lost while measuring: {lost}")
+        if not client.status()["lease"]["held"]:  # KnobError if the host is gone
+            raise KnobError("lease lost while measuring: xrtd holds none of this client's (xrtd restarted?)")
         return measured
 
 
