@@ -27,7 +27,7 @@ struct peer {
 static struct peer peers[BRIDGE_MAX_PEERS];
 static char *reply;
 static size_t reply_cap;
-static char error_reply[2 * 800 + 64]; /* the text below, every byte escaped at worst */
+static char error_reply[2 * 800 + 64]; /* fail()'s 800-byte text, every byte escaped at worst */
 
 /* {"ok": false, "error": "<what>: <why>"} with the text's quotes and backslashes escaped. */
 static const char *fail(const char *what, const char *why)
