@@ -150,7 +150,7 @@ static void drain_traps(struct target *t, const struct sie_plan *p)
 
 		while (!th->gone && trap_pending(t->pid, th->tid)) {
 			if (ptrace(PTRACE_CONT, th->tid, 0, 0) ||
-			    waitpid(th->tid, &st, __WALL) < 0 || !WIFSTOPPED(st)) {
+			    target_wait(t, th->tid, &st) < 0 || !WIFSTOPPED(st)) {
 				th->gone = 1;
 				break;
 			}

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "target.h"
@@ -18,6 +19,53 @@ static int known(struct target *t, pid_t tid)
 		if (t->threads[i].tid == tid)
 			return 1;
 	return 0;
+}
+
+/* A thread's state letter in /proc (R, S, t, Z, ...); 0 when it is gone. */
+static char task_state(pid_t pid, pid_t tid)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/* Every thread has exited (zombies left for us to reap): the process is dead. */
+static int all_exited(struct target *t)
+{
+	for (int i = 0; i < t->nthreads; i++) {
+		char c = t->threads[i].gone ? 0 : task_state(t->pid, t->threads[i].tid);
+
+		if (c && c != 'Z' && c != 'X')
+			return 0;
+	}
+	return 1;
+}
+
+pid_t target_wait(struct target *t, pid_t tid, int *st)
+{
+	if (tid != t->pid)
+		return waitpid(tid, st, __WALL);
+	for (;;) {
+		pid_t r = waitpid(tid, st, __WALL | WNOHANG);
+
+		if (r)
+			return r;
+		if (task_state(t->pid, tid) == 'Z' && all_exited(t)) {
+			errno = ESRCH;
+			return -1;
+		}
+		nanosleep(&(struct timespec){0, 50000}, NULL);
+	}
 }
 
 /*
@@ -32,7 +80,7 @@ static int wait_stopped(struct target *t, struct thread *th, int interrupted)
 	int st;
 
 	for (;;) {
-		if (waitpid(th->tid, &st, __WALL) < 0) {
+		if (target_wait(t, th->tid, &st) < 0) {
 			if (errno == EINTR)
 				continue;
 			th->gone = 1;
@@ -346,7 +394,7 @@ long target_syscall(struct target *t, long nr, long a1, long a2, long a3, long a
 	ret = -EIO;
 	if (!ptrace(PTRACE_SETREGS, th->tid, 0, &r) && !ptrace(PTRACE_CONT, th->tid, 0, 0)) {
 		for (;;) {
-			if (waitpid(th->tid, &st, __WALL) < 0 || WIFEXITED(st) || WIFSIGNALED(st)) {
+			if (target_wait(t, th->tid, &st) < 0 || WIFEXITED(st) || WIFSIGNALED(st)) {
 				th->gone = 1;
 				snprintf(err, SIE_ERR_LEN, "pid %d exited during a system call",
 					 t->pid);

@@ -46,6 +46,12 @@ struct target {
 
 /* Seize and stop every thread (including ones created meanwhile, followed through clone). */
 int target_attach(struct target *t, pid_t pid, char err[SIE_ERR_LEN]);
+/*
+ * waitpid for one thread of the target. The kernel reports a group leader's exit only once every
+ * other thread's exit was reaped: waiting for the leader ends (-1, ESRCH) when every thread has
+ * exited, so that a process killed meanwhile cannot keep the engine waiting forever.
+ */
+pid_t target_wait(struct target *t, pid_t tid, int *st);
 /* Resume / stop every thread, or with `busy_only` only the threads marked busy. */
 int target_resume(struct target *t, int busy_only);
 int target_stop(struct target *t, int busy_only, char err[SIE_ERR_LEN]);
