@@ -15,25 +15,21 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from real.redis import golden, live, server
+from resultfile import write_result
+from xtune.sie import scope
+from xtune.sie.analyze import analyze
+from xtune.sie.elfcode import file_build_id
+from xtune.testing.stats import mean_ci95
+from xtune.testing.xrtd import Xrtd
+
 ROOT = Path(__file__).resolve().parents[1]
 HERE = ROOT / "experiments" / "real" / "redis"
-sys.path.insert(0, str(HERE))
-
-import golden  # noqa: E402
-import live  # noqa: E402
-import server  # noqa: E402
-from resultfile import write_result  # noqa: E402
-from xtune.sie import scope  # noqa: E402
-from xtune.sie.analyze import analyze  # noqa: E402
-from xtune.sie.elfcode import file_build_id  # noqa: E402
-from xtune.testing.stats import mean_ci95  # noqa: E402
-from xtune.testing.xrtd import Xrtd  # noqa: E402
 
 SOURCES = [
     "experiments/bench_real_redis.py",

@@ -2,23 +2,19 @@
 the pinned source package (same build id), a value no analysis build used answers the golden
 workload as the server rebuilt with it, a value outside the range is refused, and detach restores
 the stock behaviour. Builds what it needs (fetch + stock build about a minute on 2 cores, one
-networking.c variant seconds); run it under `flock /tmp/xtune-heavy.lock`:
-    .venv/bin/python -m pytest experiments/real/redis -q"""
+networking.c variant seconds; experiments/real/redis/build.sh)."""
 
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import pytest
+from real.redis import golden, live, server
+from xtune.sie import scope
+from xtune.sie.elfcode import file_build_id
+from xtune.testing.xrtd import Xrtd
 
-import golden  # noqa: E402
-import live  # noqa: E402
-import server  # noqa: E402
-from xtune.sie import scope  # noqa: E402
-from xtune.sie.elfcode import file_build_id  # noqa: E402
-from xtune.testing.xrtd import Xrtd  # noqa: E402
+pytestmark = [pytest.mark.root, pytest.mark.slow]
 
 CONST = "PROTO_IOBUF_LEN"
 UNSEEN = 4096  # no analysis or validation build used it
