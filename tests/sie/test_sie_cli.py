@@ -132,3 +132,16 @@ def test_cli_bad_inputs(tmp_path, engine):
     spec.write_text('source = "missing.c"\nconstant = "K"\nvalues = [1, 2]\nbuild = "cc -o {out} {src}"\n')
     r = xtune("analyze", str(spec), "-o", str(tmp_path / "o.json"), env=env, ok=False)
     assert r.returncode == 2 and "field `source`" in r.stderr
+
+
+def test_cli_refused_constant_says_why(tmp_path):
+    """A constant SIE refuses (also folded into .rodata) is printed with its refusal and no range."""
+    spec = tmp_path / "r.toml"
+    src = Path(__file__).resolve().parent / "corpus" / "rodata_recip.c"
+    spec.write_text(
+        f'source = "{src}"\nconstant = "K"\nvalues = [64, 50, 80]\nbuild = "gcc -O2 -o {{out}} {{src}}"\n'
+    )
+    r = xtune("analyze", str(spec), "-o", str(tmp_path / "r.json"), env=dict(os.environ), ok=False)
+    assert r.returncode == 1, r.stderr
+    assert "also lives in data" in r.stdout and "not tunable: see the refusals above" in r.stdout
+    assert "None" not in r.stdout, r.stdout

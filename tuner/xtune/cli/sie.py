@@ -75,6 +75,9 @@ def analyze(
             )
         for r in c.refusals:
             typer.echo(f"  refused {r.function}: {r.reason} {r.detail}")
+        if not c.tunable:  # a refused constant has no range: nothing about it is validated
+            typer.echo("  not tunable: " + ("see the refusals above" if c.refusals else "no span found"))
+            continue
         if c.constraint:
             typer.echo(f"  values must be: {c.constraint}")
         typer.echo(f"  valid range: [{c.min_value}, {c.max_value}]")
