@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Case studies on real servers and a loop device: xtune's BO against Linux defaults, the sysctl
-paper's profile and TuneD's profiles, measured in one interleaved run per workload (experiments/cases/).
+"""Case studies on real servers, a loop device and a shaped network path: xtune's BO against Linux
+defaults, the sysctl paper's profile and TuneD's profiles, measured in one interleaved run per
+workload (experiments/cases/).
 
     python experiments/bench_cases.py            # 5 reps, BO budget 8, 4 s wrk, 2 s pgbench and fio runs
     python experiments/bench_cases.py --quick    # 2 repetitions, budget 3, 1 s runs (a smoke check)
@@ -15,11 +16,11 @@ import argparse
 import sys
 import time
 
-from cases import block, db, kv, web
+from cases import block, db, kv, net, web
 from cases.run import run_case
 from resultfile import write_result
 
-CASES = {"web": web.CASE, "kv": kv.CASE, "db": db.CASE, "block": block.CASE}
+CASES = {"web": web.CASE, "kv": kv.CASE, "db": db.CASE, "block": block.CASE, "net": net.CASE}
 SOURCES = [
     "experiments/bench_cases.py",
     "experiments/cases",
@@ -27,6 +28,7 @@ SOURCES = [
     "experiments/slo/case-kv-bo.yaml",
     "experiments/slo/case-db-bo.yaml",
     "experiments/slo/case-block-bo.yaml",
+    "experiments/slo/case-net-bo.yaml",
     "experiments/slo/paper-web-static.yaml",
     "experiments/slo/paper-database-static.yaml",
     "tuner/xtune/tuning/benchmark.py",

@@ -12,6 +12,7 @@ from pathlib import Path
 from xtune.host.netns import VethPair
 
 from cases.loopdev import LoopDevice
+from cases.shaped import ShapedPath
 
 HERE = Path(__file__).resolve().parent
 SLO_DIR = HERE.parent / "slo"
@@ -40,8 +41,9 @@ class Case:
     tuned_profiles: tuple[str, ...] = TUNED_PROFILES
     # The sysctl prefixes a contender may set here (None: all); the others are listed as not applied.
     reach: tuple[str, ...] | None = None
+    topology: Callable[[], VethPair | ShapedPath] = VethPair  # the server cases' namespaces
 
-    def variables(self, pair: VethPair, serve_dir: Path, quick: bool) -> dict[str, str]:
+    def variables(self, pair: VethPair | ShapedPath, serve_dir: Path, quick: bool) -> dict[str, str]:
         return {
             "SERVER_NETNS": f"/run/netns/{pair.server}",
             "SERVER_NETNS_NAME": pair.server,
@@ -55,11 +57,12 @@ class Case:
 
     @contextlib.contextmanager
     def place(self, work: Path, quick: bool) -> Iterator[Place]:
-        """A fresh veth pair (server cases) or loop device (backing file in `work`), gone on exit."""
+        """The case's fresh namespaces (server cases) or loop device (backing file in `work`), gone
+        on exit."""
         if self.server is None:
             with LoopDevice(work) as loop:
                 common = {"CASES": str(HERE), "PYTHON": sys.executable}
                 yield Place({"DEVICE": loop.name, **common, **self.load(quick)}, device=loop.name)
         else:
-            with VethPair() as pair:
+            with self.topology() as pair:
                 yield Place(self.variables(pair, work / "serve", quick), netns=pair.server)

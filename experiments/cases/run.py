@@ -181,6 +181,11 @@ def summary(c: Contender, runs: list[dict], p99: str) -> dict:
         "not_applicable": c.not_applicable,
         "objective": mean_ci95([r["objective"] for r in ok]),
         "p99_ms": mean_ci95([r["metrics"][p99] for r in ok]),
+        # Every figure the benchmark gives (`bench.` dropped: the README's figure paths split at dots).
+        "metrics": {
+            m.removeprefix("bench."): mean_ci95([r["metrics"][m] for r in ok])
+            for m in (ok[0]["metrics"] if ok else {})
+        },
         "failed_runs": len(runs) - len(ok),
         "runs": [r.get("objective") for r in runs],
     }

@@ -13,6 +13,7 @@ from __future__ import annotations
 import abc
 import re
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -114,4 +115,11 @@ class Postgres(Server):
         return server_command(data, self.port, "*")
 
 
-SERVERS: dict[str, type[Server]] = {"nginx": Nginx, "redis": Redis, "postgres": Postgres}
+class NetMix(Server):
+    """iperf3's and sockperf's servers (netmix.py serve); `port` is iperf3's, the one waited for."""
+
+    def command(self) -> list[str]:
+        return [sys.executable, str(Path(__file__).with_name("netmix.py")), "serve"]
+
+
+SERVERS: dict[str, type[Server]] = {"nginx": Nginx, "redis": Redis, "postgres": Postgres, "netmix": NetMix}

@@ -1,0 +1,17 @@
+"""The network case: one iperf3 bulk stream and sockperf's requests over a router namespace's tbf
+bottleneck (shaped.py, netmix.py). The paper's web profile is its contender: Table IV is the one
+with TCP buffer and window rows for a server that sends."""
+
+from cases.case import SLO_DIR, Case
+from cases.shaped import ShapedPath
+
+CASE = Case(
+    name="net",
+    server="netmix",
+    port=5201,  # iperf3's; sockperf's server starts before it
+    bo_file=SLO_DIR / "case-net-bo.yaml",
+    paper_file=SLO_DIR / "paper-web-static.yaml",
+    p99="bench.rr_p99_ms",
+    load=lambda quick: {"SECONDS": "2" if quick else "3"},  # of requests, inside a bulk 2 s longer
+    topology=ShapedPath,
+)
