@@ -14,7 +14,8 @@ One run, root, after `make build`:
      smoothed over about 12 windows.
   3. Evaluation on a schedule used in no sweep (other flows, rates, order and durations), the
      contenders interleaved in a shuffled order per repetition: every static value of the grid, the
-     per-phase oracle (per phase, the best static of a calibration pass, applied at each phase start),
+     per-phase oracle (per phase, the best static of two calibration passes judged by their worse
+     one, applied at each phase start),
      the adaptive tree (hysteresis `HOLD` windows), and the tree deciding every 5, 10, 50 ms. The
      measure is the client's: each phase's p99 latency from the load generator, averaged over the
      phases (the paper's Figure 6 plots the tail over time, each interval counting alike), beside
@@ -98,6 +99,7 @@ HELDOUT = {"8f_10k": (10000, 8), "40f_26k": (26000, 40)}
 SCHEDULE = ["1.5:3000:3", "1:34000:40", "1.5:9000:12", "1:22000:100", "1.5:1500:2"]
 SERIES_MS = 10  # the tail over time: p99 per 10 ms slice (a 1 ms slice holds too few requests)
 INTERVALS_MS = [1, 5, 10, 50]
+CALIBRATION_PASSES = 2  # the oracle's calibration: each static value over the schedule this often
 SOURCES = [
     "experiments/bench_adaptive_dataplane.py",
     "experiments/dataplane",
@@ -307,14 +309,18 @@ def evaluate(
     res["train_card"] = model.card
     res["decision_us"] = model.card.get("decision_us")
 
-    # Calibration: each static once, to find the per-phase oracle (best p99 among values within
-    # 95 % of the phase's best throughput).
+    # Calibration: each static CALIBRATION_PASSES times, to find the per-phase oracle (best p99
+    # among values within 95 % of the phase's best throughput). A value is judged by its worst pass:
+    # one pass let a value that queues now and then (8 at 34k req/s) pass for the best.
     per_phase: dict[int, dict[int, dict]] = {}
-    for v in grid:
-        actuator.apply({KNOB: v}, "calibration")
-        doc = loadgen(port, SCHEDULE)
-        for p in doc["phases"]:
-            per_phase.setdefault(p["phase"], {})[v] = p
+    for _ in range(CALIBRATION_PASSES):
+        for v in grid:
+            actuator.apply({KNOB: v}, "calibration")
+            doc = loadgen(port, SCHEDULE)
+            for p in doc["phases"]:
+                seen = per_phase.setdefault(p["phase"], {}).get(v)
+                if seen is None or (p["p99_us"], -p["answered"]) > (seen["p99_us"], -seen["answered"]):
+                    per_phase[p["phase"]][v] = p
     oracle = {}
     for ph, by_v in per_phase.items():
         top = max(x["answered"] for x in by_v.values())
