@@ -77,15 +77,21 @@ def round_trips(root: Path, samples: int) -> dict[str, Any]:
 
 def trials_per_hour(root: Path, hosts: int, per_host: int, measure_s: float) -> float:
     slo = load(SLO, {"MEASURE_S": str(measure_s), "BUDGET": str(hosts * per_host)})
+    starts: list[float] = []
+    ends: list[float] = []
+
+    def progress(_host: str, event: str, _data: dict[str, Any]) -> None:
+        if event in ("trial", "trial_done"):
+            (starts if event == "trial" else ends).append(time.monotonic())
+
     with SimulatedFleet(root, hosts) as fleet:
         store = Store(f"sqlite:///{root}/trials.db")
-        result = run_fleet(slo, load_hosts(fleet.hosts_file), store, Metrics(slo.name))
+        result = run_fleet(slo, load_hosts(fleet.hosts_file), store, Metrics(slo.name), progress)
     failed = [r.error for r in result.hosts if r.error]
     if failed:
         raise RuntimeError(f"a host left the run: {failed}")
-    trials = [t for t in store.trials(result.experiment_id) if t.status == "completed"]
-    span = max(t.ended for t in trials) - min(t.started for t in trials)
-    return len(trials) * 3600 / span
+    completed = sum(t.status == "completed" for t in store.trials(result.experiment_id))
+    return completed * 3600 / (max(ends) - min(starts))
 
 
 def main() -> None:
