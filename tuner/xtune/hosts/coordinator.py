@@ -79,21 +79,49 @@ class HostRunner(BenchRunner):
         return measured
 
 
-class _HostPolicy(TrialPolicy):
-    """A host's view of the shared policy: one lock, the host's name in the store."""
+class _SharedPolicy:
+    """The one policy of the run, asked from every host's thread."""
 
-    def __init__(self, inner: TrialPolicy, lock: threading.Lock, host: str) -> None:
+    def __init__(self, inner: TrialPolicy) -> None:
         self.inner = inner
-        self.lock = lock
-        self.name = f"{inner.name}@{host}"
+        self.cond = threading.Condition()
+        self.in_flight = 0
 
     def suggest(self) -> tuple[int, dict[str, Any]] | None:
-        with self.lock:
-            return self.inner.suggest()
+        with self.cond:
+            while True:
+                try:
+                    suggestion = self.inner.suggest()
+                except RuntimeError as e:
+                    # Ax's first (Sobol) trials are all out and none has data yet: wait for one.
+                    if "DataRequiredError" not in str(e) or self.in_flight == 0:
+                        raise
+                    self.cond.wait()
+                    continue
+                self.in_flight += suggestion is not None
+                return suggestion
+
+    def done(self, complete: Callable[[], None] | None = None) -> None:
+        """A trial in flight ended (told to the policy when `complete` is given)."""
+        with self.cond:
+            if complete is not None:
+                complete()
+            self.in_flight -= 1
+            self.cond.notify_all()
+
+
+class _HostPolicy(TrialPolicy):
+    """A host's view of the shared policy: the host's name in the store."""
+
+    def __init__(self, shared: _SharedPolicy, host: str) -> None:
+        self.shared = shared
+        self.name = f"{shared.inner.name}@{host}"
+
+    def suggest(self) -> tuple[int, dict[str, Any]] | None:
+        return self.shared.suggest()
 
     def complete(self, index: int, params: dict[str, Any], outcome: Outcome) -> None:
-        with self.lock:
-            self.inner.complete(index, params, outcome)
+        self.shared.done(lambda: self.shared.inner.complete(index, params, outcome))
 
 
 def host_slo(slo: SloFile, host: Host) -> SloFile:
@@ -151,9 +179,9 @@ def run_fleet(
     assert live[0].runner is not None
     bounds = {i: b.bound for i, b in enumerate(live[0].runner.guard.baseline)}
     policy = SkipFailed(make_policy(slo, bounds))
-    lock = threading.Lock()
+    shared = _SharedPolicy(policy)
     try:
-        _each(live, lambda run: _trials(run, _HostPolicy(policy, lock, run.host.name), report))
+        _each(live, lambda run: _trials(run, _HostPolicy(shared, run.host.name), report))
     finally:
         policy.close()
     best = live[0].runner.best([t for r in runs for t in r.trials])
@@ -185,21 +213,25 @@ def _trials(run: HostRun, policy: _HostPolicy, report: FleetProgress) -> None:
     """Trials on one host until the policy has none left or the host is lost."""
     runner = run.runner
     assert runner is not None
-    while (suggestion := policy.suggest()) is not None:
-        index, params = suggestion
-        began = time.time()
-        try:
-            done = runner.trial(policy, index, params)
-        except (KnobError, OSError) as e:
-            reason = f"host {run.host.name}: {e}"
-            runner.store.add_trial(
-                runner.experiment_id,
-                StoredTrial(index, policy.name, params, "failed", None, None, {"error": reason}),
-                began,
-                time.time(),
-            )
-            runner.metrics.trials.labels(runner.metrics.experiment, "failed").inc()
-            _leave(run, reason, report)
-            return
-        run.trials.append(done)
-        policy.complete(index, params, done.outcome())
+    try:
+        while (suggestion := policy.suggest()) is not None:
+            index, params = suggestion
+            began = time.time()
+            try:
+                done = runner.trial(policy, index, params)
+            except (KnobError, OSError) as e:
+                policy.shared.done()
+                reason = f"host {run.host.name}: {e}"
+                runner.store.add_trial(
+                    runner.experiment_id,
+                    StoredTrial(index, policy.name, params, "failed", None, None, {"error": reason}),
+                    began,
+                    time.time(),
+                )
+                runner.metrics.trials.labels(runner.metrics.experiment, "failed").inc()
+                _leave(run, reason, report)
+                return
+            run.trials.append(done)
+            policy.complete(index, params, done.outcome())
+    except RuntimeError as e:  # the policy failed (Ax's worker): this host stops, with the reason
+        _leave(run, f"host {run.host.name}: {e}", report)
