@@ -69,13 +69,26 @@ pid_t target_wait(struct target *t, pid_t tid, int *st)
 }
 
 /*
- * Wait for one thread's stop; a signal that stops it instead is kept for later delivery. After an
- * INTERRUPT (`interrupted`), until the stop that answers it: a stop reported first (a trap, a
- * signal, an event) would leave the INTERRUPT pending, and it would stop the thread again before
- * its first instruction each time it is resumed, so that it could never leave a safe span. Such a
- * thread is let on, and stops at once, still at the same instruction.
+ * Note one report of a thread's: 0 it is stopped (a signal that stopped it is kept for delivery on
+ * resume; an event is handled), -1 it is gone, 1 not a stop.
  */
-static int wait_stopped(struct target *t, struct thread *th, int interrupted)
+static int note_stop(struct target *t, struct thread *th, int st)
+{
+	if (WIFEXITED(st) || WIFSIGNALED(st)) {
+		th->gone = 1;
+		return -1;
+	}
+	if (!WIFSTOPPED(st))
+		return 1;
+	if (st >> 16 && st >> 16 != PTRACE_EVENT_STOP)
+		target_event(t, th->tid, st);
+	else if (st >> 16 == 0 && WSTOPSIG(st) != SIGTRAP && !th->pending_sig)
+		th->pending_sig = WSTOPSIG(st);
+	return 0;
+}
+
+/* Wait for one thread's stop: 0 stopped, -1 gone. */
+static int wait_stopped(struct target *t, struct thread *th)
 {
 	int st;
 
@@ -86,20 +99,30 @@ static int wait_stopped(struct target *t, struct thread *th, int interrupted)
 			th->gone = 1;
 			return -1;
 		}
-		if (WIFEXITED(st) || WIFSIGNALED(st)) {
-			th->gone = 1;
-			return -1;
-		}
-		if (!WIFSTOPPED(st))
-			continue;
-		if (st >> 16 && st >> 16 != PTRACE_EVENT_STOP)
-			target_event(t, th->tid, st);
-		else if (st >> 16 == 0 && WSTOPSIG(st) != SIGTRAP && !th->pending_sig)
-			th->pending_sig = WSTOPSIG(st); /* a signal: delivered on resume */
-		if (!interrupted || st >> 16 == PTRACE_EVENT_STOP)
-			return 0;
-		ptrace(PTRACE_CONT, th->tid, 0, 0);
+		if (note_stop(t, th, st) <= 0)
+			return th->gone ? -1 : 0;
 	}
+}
+
+/*
+ * Stop one running thread: 0 stopped, -1 gone. A stop it has reported already is taken instead
+ * of interrupting it: an INTERRUPT sent to a thread already in a stop stays pending and stops it
+ * again before its first instruction when it is resumed, so a thread inside a safe span would
+ * never leave it. (Any later stop clears such a pending INTERRUPT, so it costs one round at most.)
+ */
+static int stop_thread(struct target *t, struct thread *th)
+{
+	int st;
+	pid_t r = waitpid(th->tid, &st, __WALL | WNOHANG);
+
+	if (r == th->tid) {
+		int n = note_stop(t, th, st);
+
+		if (n <= 0)
+			return n;
+	}
+	ptrace(PTRACE_INTERRUPT, th->tid, 0, 0);
+	return wait_stopped(t, th);
 }
 
 static struct thread *add_thread(struct target *t, pid_t tid)
@@ -159,7 +182,7 @@ void target_event(struct target *t, pid_t tid, int status)
 			return;
 		th = add_thread(t, (pid_t)msg);
 		if (th)
-			wait_stopped(t, th, 0);
+			wait_stopped(t, th);
 		else
 			ptrace(PTRACE_DETACH, (pid_t)msg, 0, 0);
 		break;
@@ -259,7 +282,7 @@ int target_attach(struct target *t, pid_t pid, char err[SIE_ERR_LEN])
 				break;
 			}
 			ptrace(PTRACE_INTERRUPT, tid, 0, 0);
-			wait_stopped(t, th, 1);
+			wait_stopped(t, th);
 			added++;
 		}
 		closedir(d);
@@ -320,8 +343,7 @@ int target_stop(struct target *t, int busy_only, char err[SIE_ERR_LEN])
 			live++;
 			continue;
 		}
-		ptrace(PTRACE_INTERRUPT, th->tid, 0, 0);
-		if (!wait_stopped(t, th, 1))
+		if (!stop_thread(t, th))
 			live++;
 	}
 	if (!live || t->threads[0].gone) {

@@ -18,7 +18,8 @@
 #define RING	   4096
 #define MAX_WORKER 512
 
-volatile long sink, spawning, inside;
+/* entered: how many times the spawner entered `spawn` (a flag could rise and fall unseen) */
+volatile long sink, spawning, entered;
 static volatile long last_n[MAX_WORKER], passes[MAX_WORKER];
 static volatile long nworkers;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -65,7 +66,7 @@ __attribute__((noinline)) long spawn(long count)
 {
 	long v = count + K;
 
-	inside = 1;
+	entered++;
 	for (long i = 0; i < count && nworkers < MAX_WORKER; i++) {
 		pthread_t t;
 
@@ -76,7 +77,6 @@ __attribute__((noinline)) long spawn(long count)
 		usleep(2000);
 		v = v * 7 + 1;
 	}
-	inside = 0;
 	return v;
 }
 
@@ -107,11 +107,13 @@ int main(void)
 	pthread_create(&t, NULL, spawner, NULL);
 	while (fgets(line, sizeof(line), stdin)) {
 		if (!strncmp(line, "spawn ", 6)) {
+			long before = entered;
+
 			pthread_mutex_lock(&lock);
 			spawning = atol(line + 6);
 			pthread_cond_signal(&wake);
 			pthread_mutex_unlock(&lock);
-			while (!inside)
+			while (entered == before)
 				;
 			puts("spawning");
 		} else if (!strcmp(line, "q\n")) {
