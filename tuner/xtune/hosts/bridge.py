@@ -56,8 +56,3 @@ class BridgeClient(KnobClient):
 
     def connect_again(self) -> KnobClient:
         return BridgeClient(self.socket_path, self.keys, self.timeout, self.client_name)
-
-    def heartbeat(self, lease_ms: int = 300) -> dict[str, Any]:
-        # A reply later than the lease did not keep it: the host is lost to this client by then.
-        self.timeout = min(self.timeout, lease_ms / 1000)
-        return super().heartbeat(lease_ms)
