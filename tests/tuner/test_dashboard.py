@@ -33,7 +33,8 @@ REASON = f"guard: {SLO} violated in 2 of 2 windows (margin -0.41)"
 def _fill(store: Store) -> int:
     """A run as the loop writes it: baseline, windows, three trials (one tripped the guard)."""
     exp = store.new_experiment(
-        "dash-bufferbloat", {"objective": {"minimize": "p99(tcp.srtt)"}, "slo": [SLO], "knobs": []}
+        "dash-bufferbloat",
+        {"objective": {"minimize": "p99(tcp.srtt)"}, "slo": [SLO], "knobs": [], "units": {"objective": "us"}},
     )
     store.update_experiment(exp, baseline={"objective": 158000.0})
     base = {"rcv_buf_max": 6291456, "snd_buf_max": 4194304}
@@ -99,7 +100,8 @@ def test_dashboard_shows_the_store_and_updates_live(browser: webdriver.Chrome, t
         assert best is not None and best.objective == 4012.25
         value = _read(browser, lambda d: d.find_element(By.ID, "best-objective").get_attribute("data-value"))
         assert float(value or "nan") == best.objective
-        assert _text(browser, "#best-objective") == "4012.3"  # five significant digits
+        assert _text(browser, "#best-objective") == "4.01 ms"  # with its unit, scaled
+        assert _text(browser, "#baseline") == "158 ms"
         assert "trial 2" in _text(browser, "#best-trial")
         assert _text(browser, "#experiment-name") == "dash-bufferbloat"
         assert len(browser.find_elements(By.CSS_SELECTOR, "#trials tbody tr")) == len(trials)
@@ -109,7 +111,8 @@ def test_dashboard_shows_the_store_and_updates_live(browser: webdriver.Chrome, t
         )
         assert reasons == [r.reason for r in store.rollbacks(exp)] == [REASON]
         assert _text(browser, "#rollback-count") == "1"
-        assert SLO in _text(browser, "#margins") and "0.03" in _text(browser, "#margins")
+        assert SLO in _text(browser, "#margins") and "3.0 %" in _text(browser, "#margins")
+        assert "7.95 ms ± 0.0120 ms" in _text(browser, "#trials")
         assert "not running" in _text(browser, "#knob-source")
         assert "rcv_buf_max" in _text(browser, "#knobs")
         assert len(browser.find_elements(By.CSS_SELECTOR, "#charts svg polyline")) == 2  # objective, margin

@@ -14,7 +14,9 @@ from typing import Any
 
 import requests
 
+from xtune.config.units import format_spread, format_value
 from xtune.knobs.table import KnobClient, KnobError
+from xtune.trials.report import stored_units
 from xtune.trials.store import Store, StoredTrial
 
 # At most this many points per series go to the page (the newest ones).
@@ -119,6 +121,7 @@ def snapshot(src: Sources, experiment_id: int | None = None) -> dict[str, Any]:
         return out
     objective = exp.config.get("objective", {})
     goal = "minimize" if objective.get("minimize") else "maximize"
+    unit = stored_units(exp)[0]
     trials = src.store.trials(exp.id)
     best = best_trial(trials, goal)
     rows = sorted(src.store.measurements(exp.id), key=lambda m: m.t)
@@ -143,6 +146,9 @@ def snapshot(src: Sources, experiment_id: int | None = None) -> dict[str, Any]:
         "goal": goal,
         "expression": objective.get(goal, ""),
         "baseline": _finite((exp.baseline or {}).get("objective")),
+        # the numbers as the page shows them, with the run's units (xtune.config.units)
+        "unit": unit,
+        "baseline_text": format_value(_finite((exp.baseline or {}).get("objective")), unit),
         "slo": exp.config.get("slo", []),
         "trials": [
             {
@@ -152,13 +158,20 @@ def snapshot(src: Sources, experiment_id: int | None = None) -> dict[str, Any]:
                 "status": t.status,
                 "objective": _finite(t.objective),
                 "sem": _finite(t.objective_sem),
+                "objective_text": format_spread(_finite(t.objective), _finite(t.objective_sem), unit),
             }
             for t in trials
         ],
         "best": None
         if best is None
-        else {"index": best.index, "objective": best.objective, "params": best.params},
+        else {
+            "index": best.index,
+            "objective": best.objective,
+            "objective_text": format_value(best.objective, unit),
+            "params": best.params,
+        },
         "margins": margins,
+        "margins_text": {k: format_value(v, "fraction") for k, v in margins.items()},  # of the bound
         "knobs_recorded": knobs_recorded,
         "series": series,
         "rollbacks": [

@@ -86,15 +86,15 @@ function render(s) {
   setText("objective-expr", `${exp.goal} ${exp.expression}`);
   setText("trial-count", String(exp.trials.length));
   const best = document.getElementById("best-objective");
-  best.textContent = exp.best ? fmt(exp.best.objective) : "none feasible yet";
+  best.textContent = exp.best ? exp.best.objective_text : "none feasible yet";
   best.dataset.value = exp.best ? String(exp.best.objective) : "";
   setText("best-trial", exp.best ? `trial ${exp.best.index}: ${fmtValues(exp.best.params)}` : "");
-  setText("baseline", fmt(exp.baseline));
+  setText("baseline", exp.baseline_text);
   setText("rollback-count", String(exp.rollbacks.length));
 
   fill("margins", Object.entries(exp.margins), (row, [line, m]) => {
     cell(row, line);
-    cell(row, fmt(m), m < 0 ? "num neg" : "num");
+    cell(row, exp.margins_text[line], m < 0 ? "num neg" : "num");
   });
   if (k.running) {
     fill("knobs", k.knobs, (row, kn) => {
@@ -117,7 +117,7 @@ function render(s) {
     cell(row, String(t.index), "num");
     cell(row, t.policy);
     cell(row, t.status);
-    cell(row, fmt(t.objective), "num");
+    cell(row, t.objective_text, "num");
     cell(row, fmtValues(t.params));
   });
   fill("rollbacks", exp.rollbacks, (row, r) => {
