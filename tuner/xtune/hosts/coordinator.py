@@ -15,6 +15,7 @@ lease runs out (one second).
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -102,12 +103,15 @@ class _SharedPolicy:
                 return suggestion
 
     def done(self, complete: Callable[[], None] | None = None) -> None:
-        """A trial in flight ended (told to the policy when `complete` is given)."""
+        """A trial in flight ended (told to the policy when `complete` is given). It counts as
+        ended even when telling fails: hosts waiting for data must not wait for it forever."""
         with self.cond:
-            if complete is not None:
-                complete()
-            self.in_flight -= 1
-            self.cond.notify_all()
+            try:
+                if complete is not None:
+                    complete()
+            finally:
+                self.in_flight -= 1
+                self.cond.notify_all()
 
 
 class _HostPolicy(TrialPolicy):
@@ -219,19 +223,21 @@ def _trials(run: HostRun, policy: _HostPolicy, report: FleetProgress) -> None:
             began = time.time()
             try:
                 done = runner.trial(policy, index, params)
-            except (KnobError, OSError) as e:
-                policy.shared.done()
+            except Exception as e:  # noqa: BLE001 - any failure ends this host's run, with its reason
                 reason = f"host {run.host.name}: {e}"
-                runner.store.add_trial(
-                    runner.experiment_id,
-                    StoredTrial(index, policy.name, params, "failed", None, None, {"error": reason}),
-                    began,
-                    time.time(),
-                )
-                runner.metrics.trials.labels(runner.metrics.experiment, "failed").inc()
+                try:
+                    runner.store.add_trial(
+                        runner.experiment_id,
+                        StoredTrial(index, policy.name, params, "failed", None, None, {"error": reason}),
+                        began,
+                        time.time(),
+                    )
+                    runner.metrics.trials.labels(runner.metrics.experiment, "failed").inc()
+                finally:  # Ax hears of it, and hosts waiting for data stop counting on it
+                    policy.shared.done(functools.partial(policy.shared.inner.fail, index, reason))
                 _leave(run, reason, report)
                 return
             run.trials.append(done)
             policy.complete(index, params, done.outcome())
-    except RuntimeError as e:  # the policy failed (Ax's worker): this host stops, with the reason
+    except Exception as e:  # noqa: BLE001 - the policy or the store failed: this host stops, with the reason
         _leave(run, f"host {run.host.name}: {e}", report)

@@ -31,5 +31,8 @@ class TrialPolicy(ABC):
     def complete(self, index: int, params: dict[str, Any], outcome: Outcome) -> None:  # noqa: B027
         """Hear how a trial went (default: nothing to learn)."""
 
+    def fail(self, index: int, reason: str) -> None:  # noqa: B027
+        """Hear that a suggested trial gave no measurement (default: nothing to learn)."""
+
     def close(self) -> None:  # noqa: B027
         """Release resources (worker processes)."""

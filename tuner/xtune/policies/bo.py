@@ -105,6 +105,10 @@ def _worker() -> None:
                 index, raw = arg
                 client.complete_trial(trial_index=index, raw_data={k: tuple(v) for k, v in raw.items()})
                 send("ok", None)
+            elif op == "fail":  # no longer pending: Ax stops waiting for its data
+                index, reason = arg
+                client.mark_trial_failed(trial_index=index, failed_reason=reason)
+                send("ok", None)
             elif op == "attach":
                 values, raw = arg
                 index = client.attach_trial(parameters=values)
@@ -188,6 +192,9 @@ class BoPolicy(TrialPolicy):
             self._since_best = 0
         else:
             self._since_best += 1
+
+    def fail(self, index: int, reason: str) -> None:
+        self._call(("fail", (index, reason)))
 
     def close(self) -> None:
         if self._proc.poll() is None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -61,17 +62,23 @@ class SimulatedHost:
 
     def start(self) -> SimulatedHost:
         """Start xrtd and the bridge (again, over the same state dir, after a kill)."""
+        # After a kill the old socket file and the old log lines are still there: readiness is a
+        # connection xrtd accepts (it replays its journal before it listens) and a line written
+        # by this bridge.
+        if os.path.exists(self.socket):
+            os.unlink(self.socket)
         self.xrtd = self._spawn(
             "xrtd", "--socket", self.socket, "--state-dir", str(self.dir / "state"), "--shm", self.shm,
             "--lease-action", "original",
         )  # fmt: skip
-        self._wait(self.xrtd, "xrtd", lambda: os.path.exists(self.socket))
+        self._wait(self.xrtd, "xrtd", lambda: _accepts(self.socket))
+        log = self.dir / "xrtd-bridge.log"
+        seen = log.stat().st_size if log.exists() else 0
         self.bridge_proc = self._spawn(
             "xrtd-bridge", "--xrtd-socket", self.socket, "--keys", str(self.keys_dir),
             "--endpoint", self.bridge,
         )  # fmt: skip
-        log = self.dir / "xrtd-bridge.log"
-        self._wait(self.bridge_proc, "xrtd-bridge", lambda: b"serving" in log.read_bytes())
+        self._wait(self.bridge_proc, "xrtd-bridge", lambda: b"serving" in log.read_bytes()[seen:])
         return self
 
     def _wait(self, proc: subprocess.Popen[bytes], name: str, ready: object) -> None:
@@ -143,3 +150,13 @@ class SimulatedFleet:
     def close(self) -> None:
         for host in self.hosts:
             host.close()
+
+
+def _accepts(path: str) -> bool:
+    """A unix socket at `path` accepts connections."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        try:
+            s.connect(path)
+        except OSError:
+            return False
+    return True
