@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -110,7 +111,19 @@ int xt_zap_start(void *ctx, const char *dir)
 			zmq_close(zap);
 		return -1;
 	}
-	if (pthread_create(&thread, NULL, serve, NULL)) {
+	/*
+	 * The handler thread is born with every signal blocked: a signal handled there would
+	 * end its receive with EINTR, and a server socket whose ZAP handler is gone admits
+	 * any CURVE client.
+	 */
+	sigset_t all, old;
+	int rc;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	rc = pthread_create(&thread, NULL, serve, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc) {
 		fprintf(stderr, "%s: cannot start the ZAP handler thread\n",
 			program_invocation_short_name);
 		zmq_close(zap);
