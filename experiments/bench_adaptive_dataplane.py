@@ -115,6 +115,7 @@ SOURCES = [
     "runtime/sie",
     "runtime/xrtd",
     "observers",
+    "lib/zmq_curve",  # linked into xobserve
 ]
 
 SLO = """
