@@ -19,5 +19,8 @@ const char *peer_forward(const char *xrtd_socket, const uint8_t *id, size_t id_l
 /* The peer's TCP connection (its fd in libzmq) is gone: close its xrtd connection. */
 void peers_close_tcp(int tcp_fd);
 void peers_close_all(void);
+/* The keys dir, its server.key and authorized_clients: owned by root or the bridge's user and
+ * writable by no one else; otherwise 0, with the file, its owner or mode and the fix on stderr. */
+int keys_trusted(const char *dir);
 
 #endif /* XRTD_BRIDGE_H */

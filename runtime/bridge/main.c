@@ -203,7 +203,7 @@ int main(int argc, char **argv)
 		die_usage("--keys DIR is required: the bridge serves CURVE clients only");
 	if (strncmp(endpoint, "tcp://", 6))
 		die_usage("--endpoint: a tcp:// endpoint expected");
-	if (xt_keys_check(keys))
+	if (!keys_trusted(keys) || xt_keys_check(keys))
 		return 1;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);

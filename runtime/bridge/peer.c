@@ -25,6 +25,15 @@ struct peer {
 };
 
 static struct peer peers[BRIDGE_MAX_PEERS];
+/*
+ * Routing ids of peers whose TCP connection ended (ROUTER's own ids are never reused): a request
+ * of theirs still queued behind the DISCONNECTED event must not open a new xrtd connection.
+ */
+static struct {
+	uint8_t id[ID_MAX];
+	size_t id_len;
+} gone[BRIDGE_MAX_PEERS];
+static unsigned gone_next;
 static char *reply;
 static size_t reply_cap;
 static char error_reply[2 * 800 + 64]; /* fail()'s 800-byte text, every byte escaped at worst */
@@ -89,6 +98,12 @@ static struct peer *find(const uint8_t *id, size_t id_len, const char *xrtd_sock
 			return p;
 		if (!p->used && !free_slot)
 			free_slot = p;
+	}
+	for (size_t i = 0; i < BRIDGE_MAX_PEERS; i++) {
+		if (gone[i].id_len == id_len && !memcmp(gone[i].id, id, id_len)) {
+			*err = fail("refused", "this client's connection has ended");
+			return NULL;
+		}
 	}
 	if (!free_slot || id_len > ID_MAX) {
 		*err = fail("refused", "too many remote clients");
@@ -176,9 +191,14 @@ void peers_close_tcp(int tcp_fd)
 {
 	struct peer *p;
 
-	for (p = peers; p < peers + BRIDGE_MAX_PEERS; p++)
-		if (p->used && p->tcp_fd == tcp_fd)
-			drop(p);
+	for (p = peers; p < peers + BRIDGE_MAX_PEERS; p++) {
+		if (!p->used || p->tcp_fd != tcp_fd)
+			continue;
+		memcpy(gone[gone_next].id, p->id, p->id_len);
+		gone[gone_next].id_len = p->id_len;
+		gone_next = (gone_next + 1) % BRIDGE_MAX_PEERS;
+		drop(p);
+	}
 }
 
 void peers_close_all(void)

@@ -77,6 +77,22 @@ def test_the_bridge_refuses_to_serve_without_curve(fleet, tmp_path: Path) -> Non
         text=True,
     )
     assert missing.returncode == 1 and "server.key" in missing.stderr
+    authorized = host.keys_dir / "authorized_clients"
+    for mode, why in ((0o620, "mode 0620 is writable by group or others"), (0o600, None)):
+        authorized.chmod(mode)
+        argv = [bridge, "--xrtd-socket", host.socket, "--keys", str(host.keys_dir), "--endpoint", "tcp://x:1"]
+        run = subprocess.run(argv, capture_output=True, text=True)
+        if why:  # refused before anything is served
+            assert run.returncode == 1 and f"{authorized}: {why}" in run.stderr
+        else:  # past the check: the bad endpoint is what fails now
+            assert run.returncode == 1 and "writable" not in run.stderr and "cannot serve" in run.stderr
+    os.chown(host.keys_dir, 65534, -1)
+    try:
+        argv = [bridge, "--xrtd-socket", host.socket, "--keys", str(host.keys_dir)]
+        run = subprocess.run(argv, capture_output=True, text=True)
+        assert run.returncode == 1 and f"{host.keys_dir}: owned by uid 65534" in run.stderr
+    finally:
+        os.chown(host.keys_dir, 0, -1)
 
 
 def test_a_host_killed_mid_trial_fails_that_trial_and_the_others_go_on(fleet, tmp_path: Path) -> None:
@@ -133,3 +149,75 @@ def test_a_coordinator_killed_leaves_every_host_restored_within_its_lease(fleet,
         until(f"{host.name} restored", lambda h=host, v=somaxconn: h.sysctl(SOMAXCONN) == v, timeout=10)
         assert host.sysctl("net.ipv4.tcp_fin_timeout") == fin_timeout
         assert "lease expired" in (host.dir / "state" / "audit.log").read_text()
+
+
+def coordinator(f: SimulatedFleet, db: str, budget: int, *extra: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [
+            str(paths.ROOT / ".venv/bin/xtune"), "run", str(SLO), "--hosts", str(f.hosts_file), "--db", db,
+            "--metrics-addr", "127.0.0.1:0", "--var", "MEASURE_S=1", "--var", f"BUDGET={budget}", *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )  # fmt: skip
+
+
+def test_a_killed_coordinator_resumed_ends_with_the_full_budget(fleet, tmp_path: Path) -> None:
+    f = fleet(2)
+    original = [h.sysctl(SOMAXCONN) for h in f.hosts]
+    db, budget = f"sqlite:///{tmp_path}/trials.db", 7
+    first = coordinator(f, db, budget)
+    store = Store(db)
+    try:
+        until("3 trials stored", lambda: len(store.trials()) >= 3, 120)
+    finally:
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait()
+    (run,) = store.experiments()
+    before = store.trials(run.id)
+    assert run.policy_state is not None and len(before) < budget
+    for host, somaxconn in zip(f.hosts, original, strict=True):
+        until(f"{host.name} restored", lambda h=host, v=somaxconn: h.sysctl(SOMAXCONN) == v, timeout=10)
+    resumed = coordinator(f, db, budget, "--resume", str(run.id))
+    out, _ = resumed.communicate(timeout=180)
+    assert resumed.returncode == 0, out.decode()
+    attached = sum(t.status == "completed" for t in before)
+    assert f"resumed run {run.id}: {attached} stored trials given to the policy as data" in out.decode()
+    after = store.trials(run.id)
+    assert after[: len(before)] == before  # nothing stored before was lost or changed
+    assert len(after) == budget and all(t.status == "completed" for t in after)
+    assert len({t.index for t in after}) == budget  # no index twice
+    assert min(t.index for t in after[len(before) :]) > max(t.index for t in before)
+    assert len(store.experiments()) == 1  # continued, not a second run
+    assert [h.sysctl(SOMAXCONN) for h in f.hosts] == original
+    again = coordinator(f, db, budget, "--resume", str(run.id))
+    out, _ = again.communicate(timeout=60)
+    assert again.returncode == 1 and f"cannot resume run {run.id}: it ended" in out.decode()
+
+
+OWN_A_FLEET = """
+import sys, time
+from pathlib import Path
+from xtune.testing.fleet import SimulatedFleet
+with SimulatedFleet(Path(sys.argv[1]), 1) as f:
+    print(f.hosts[0].netns, f.hosts[0].xrtd.pid, f.hosts[0].bridge_proc.pid, flush=True)
+    time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_fleet_owner_ended_by_a_signal_leaves_no_namespace_or_daemon(
+    tmp_path: Path, bin_dir, signum
+) -> None:
+    owner = subprocess.Popen(
+        [str(paths.ROOT / ".venv/bin/python"), "-c", OWN_A_FLEET, str(tmp_path)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert owner.stdout is not None
+    name, *pids = owner.stdout.readline().split()
+    owner.send_signal(signum)
+    assert owner.wait(timeout=60) == -signum  # it still dies of the signal
+    assert name not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    for pid in pids:
+        assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()

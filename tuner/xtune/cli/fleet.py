@@ -1,4 +1,4 @@
-"""`xtune run FILE --hosts HOSTS`: the coordinator's run and what it prints."""
+"""`xtune run FILE --hosts HOSTS [--resume RUN]`: the coordinator's run and what it prints."""
 
 from __future__ import annotations
 
@@ -14,7 +14,14 @@ from xtune.trials.store import Store
 from xtune.tuning.metrics import Metrics
 
 
-def run_on_hosts(slo: SloFile, hosts: HostsFile, store: Store, metrics: Metrics, console: Console) -> None:
+def run_on_hosts(
+    slo: SloFile,
+    hosts: HostsFile,
+    store: Store,
+    metrics: Metrics,
+    console: Console,
+    resume: int | None = None,
+) -> None:
     def progress(host: str, event: str, data: dict[str, Any]) -> None:
         if event == "trial":
             console.print(f"{host}: trial {data['index']} {data['params']}", highlight=False)
@@ -22,7 +29,7 @@ def run_on_hosts(slo: SloFile, hosts: HostsFile, store: Store, metrics: Metrics,
             console.print(f"[red]{host}: failed: {data['reason']}[/]", highlight=False)
 
     try:
-        result = run_fleet(slo, hosts, store, metrics, progress)
+        result = run_fleet(slo, hosts, store, metrics, progress, resume)
     except FleetError as e:
         typer.echo(f"xtune run: {e}", err=True)
         raise typer.Exit(1) from e
@@ -34,6 +41,8 @@ def run_on_hosts(slo: SloFile, hosts: HostsFile, store: Store, metrics: Metrics,
     for run in result.hosts:
         table.add_row(run.host.name, str(len(run.trials)), run.error or "ok")
     console.print(table)
+    if resume is not None:
+        console.print(f"resumed run {resume}: {result.attached} stored trials given to the policy as data")
     n, seconds = len(result.trials), result.seconds
     console.print(f"{n} trials in {seconds:.1f} s ({n * 3600 / seconds:.0f} per hour)")
     console.print(f"best: {result.best}" if result.best else "best: none met the SLO", highlight=False)

@@ -57,6 +57,9 @@ def run(
     hosts: Annotated[
         Path | None, typer.Option(help="Hosts file: trials on these hosts in parallel, through bridges.")
     ] = None,
+    resume: Annotated[
+        int | None, typer.Option(help="With --hosts: continue this unfinished run of the store.")
+    ] = None,
 ) -> None:
     """Run the tuning job an SLO file describes."""
     from xtune.config import ConfigError, load
@@ -72,6 +75,9 @@ def run(
         typer.echo(str(e), err=True)
         raise typer.Exit(2) from e
     fleet = None
+    if resume is not None and hosts is None:
+        typer.echo("xtune run: --resume continues a run on several hosts: give its --hosts file", err=True)
+        raise typer.Exit(2)
     if hosts is not None:
         from xtune.config import load_hosts
 
@@ -89,7 +95,7 @@ def run(
     if fleet is not None:
         from xtune.cli.fleet import run_on_hosts
 
-        run_on_hosts(slo, fleet, store, metrics, console)
+        run_on_hosts(slo, fleet, store, metrics, console, resume)
         return
     job = run_job(slo, store, metrics, console, xrtd_socket, warm=True)
     job.print_table(console)

@@ -9,13 +9,15 @@ run (experiment) of the store, their policy named `<policy>@<host>`.
 
 A host whose bridge or xrtd is lost fails its trial with the reason and leaves the run; the others
 go on. A coordinator that dies stops heartbeating: every host's xrtd restores its knobs when the
-lease runs out (one second).
+lease runs out (one second). `resume=RUN` continues such a run: the policy is rebuilt from what the
+store holds (the SLO bounds it was made with, then every stored trial attached in index order) and
+only the rest of the budget is suggested; trials in flight when the coordinator died were never
+stored, so they are suggested again rather than lost.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import threading
 import time
 from collections.abc import Callable
@@ -60,6 +62,7 @@ class FleetResult:
     hosts: list[HostRun]
     best: dict[str, Any] | None
     seconds: float
+    attached: int = 0  # stored trials a resumed run gave its policy as data
 
     @property
     def trials(self) -> list[TrialResult]:
@@ -81,10 +84,13 @@ class HostRunner(BenchRunner):
 
 
 class _SharedPolicy:
-    """The one policy of the run, asked from every host's thread."""
+    """The one policy of the run, asked from every host's thread. Store indices are the policy's
+    plus `offset`: a resumed Ax experiment numbers its new trials after the attached ones, and
+    the store's must not repeat those of the trials stored before."""
 
-    def __init__(self, inner: TrialPolicy) -> None:
+    def __init__(self, inner: TrialPolicy, offset: int = 0) -> None:
         self.inner = inner
+        self.offset = offset
         self.cond = threading.Condition()
         self.in_flight = 0
 
@@ -99,8 +105,10 @@ class _SharedPolicy:
                         raise
                     self.cond.wait()
                     continue
-                self.in_flight += suggestion is not None
-                return suggestion
+                if suggestion is None:
+                    return None
+                self.in_flight += 1
+                return suggestion[0] + self.offset, suggestion[1]
 
     def done(self, complete: Callable[[], None] | None = None) -> None:
         """A trial in flight ended (told to the policy when `complete` is given). It counts as
@@ -125,7 +133,12 @@ class _HostPolicy(TrialPolicy):
         return self.shared.suggest()
 
     def complete(self, index: int, params: dict[str, Any], outcome: Outcome) -> None:
-        self.shared.done(lambda: self.shared.inner.complete(index, params, outcome))
+        inner = self.shared.inner
+        self.shared.done(lambda: inner.complete(index - self.shared.offset, params, outcome))
+
+    def fail(self, index: int, reason: str) -> None:
+        inner = self.shared.inner
+        self.shared.done(lambda: inner.fail(index - self.shared.offset, reason))
 
 
 def host_slo(slo: SloFile, host: Host) -> SloFile:
@@ -143,13 +156,18 @@ def run_fleet(
     store: Store,
     metrics: Metrics,
     progress: FleetProgress | None = None,
+    resume: int | None = None,
 ) -> FleetResult:
     """Baseline on every host, trials on all of them in parallel until the policy is done, then
-    each host's knobs kept or restored as the file says. Raises FleetError if no host starts."""
+    each host's knobs kept or restored as the file says. `resume` continues that run of the store
+    instead of starting one. Raises FleetError if no host starts or the run cannot be resumed."""
     started = time.monotonic()
     report = progress or (lambda _host, _event, _data: None)
     config = {**slo.model_dump(mode="json"), "hosts": [h.name for h in hosts.hosts]}
-    experiment_id = store.new_experiment(slo.name, config)
+    if resume is None:
+        experiment_id, stored = store.new_experiment(slo.name, config), []
+    else:
+        experiment_id, stored = resume, resumable(store, resume, slo, config)
     runs = [HostRun(h) for h in hosts.hosts]
 
     def start(run: HostRun) -> None:
@@ -181,9 +199,19 @@ def run_fleet(
     if not live:
         raise FleetError("no host could start: " + "; ".join(r.error or "" for r in runs))
     assert live[0].runner is not None
-    bounds = {i: b.bound for i, b in enumerate(live[0].runner.guard.baseline)}
-    policy = SkipFailed(make_policy(slo, bounds))
-    shared = _SharedPolicy(policy)
+    state = store.experiment(experiment_id).policy_state  # type: ignore[union-attr]
+    if state is None:  # a new run, or one killed before its policy was made
+        state = {"bounds": {str(i): b.bound for i, b in enumerate(live[0].runner.guard.baseline)}}
+        store.update_experiment(experiment_id, policy_state=state)
+    bounds = {int(i): float(b) for i, b in state["bounds"].items()}
+    budget = slo.policy.budget - len(stored)
+    inner = make_policy(slo.model_copy(update={"policy": slo.policy.model_copy(update={"budget": budget})}),
+                        bounds, sorted(stored, key=lambda t: t.index))  # fmt: skip
+    offset = 0
+    if stored:  # the attached trials took the policy's first indices
+        offset = max(t.index for t in stored) + 1 - inner.warm_started  # type: ignore[attr-defined]
+    policy = SkipFailed(inner)
+    shared = _SharedPolicy(policy, offset)
     try:
         _each(live, lambda run: _trials(run, _HostPolicy(shared, run.host.name), report))
     finally:
@@ -197,7 +225,34 @@ def run_fleet(
         experiment_id,
         result={"best": best, "hosts": {r.host.name: r.error for r in runs}},
     )
-    return FleetResult(experiment_id, runs, best, time.monotonic() - started)
+    attached = getattr(inner, "warm_started", 0)
+    return FleetResult(experiment_id, runs, best, time.monotonic() - started, attached)
+
+
+def resumable(store: Store, run: int, slo: SloFile, config: dict[str, Any]) -> list[StoredTrial]:
+    """The stored trials of `run`, which must be an unfinished run of this very file with budget
+    left; FleetError says what differs otherwise."""
+    exp = store.experiment(run)
+    if exp is None:
+        raise FleetError(f"cannot resume run {run}: no such run in {store.url}")
+    if exp.result is not None:
+        raise FleetError(f"cannot resume run {run}: it ended (its result is stored)")
+    if slo.policy.kind != "bo":
+        raise FleetError(
+            f"cannot resume run {run}: policy {slo.policy.kind!r} would suggest its first trials again;"
+            " only `bo` rebuilds its state from the stored trials"
+        )
+    if exp.name != slo.name:
+        raise FleetError(f"cannot resume run {run}: it is experiment {exp.name!r}, the file is {slo.name!r}")
+    differ = sorted(k for k in config.keys() | exp.config.keys() if config.get(k) != exp.config.get(k))
+    if differ:
+        raise FleetError(
+            f"cannot resume run {run}: the file or hosts differ from the run's in {', '.join(differ)}"
+        )
+    stored = store.trials(run)
+    if len(stored) >= slo.policy.budget:
+        raise FleetError(f"cannot resume run {run}: its budget of {slo.policy.budget} trials is spent")
+    return stored
 
 
 def _each(runs: list[HostRun], fn: Callable[[HostRun], None]) -> None:
@@ -234,7 +289,7 @@ def _trials(run: HostRun, policy: _HostPolicy, report: FleetProgress) -> None:
                     )
                     runner.metrics.trials.labels(runner.metrics.experiment, "failed").inc()
                 finally:  # Ax hears of it, and hosts waiting for data stop counting on it
-                    policy.shared.done(functools.partial(policy.shared.inner.fail, index, reason))
+                    policy.fail(index, reason)
                 _leave(run, reason, report)
                 return
             run.trials.append(done)

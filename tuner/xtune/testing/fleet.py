@@ -10,12 +10,16 @@ Keys come from `xrtd-bridge --keygen` into the host's state dir. Everything is r
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 import yaml
 
@@ -127,8 +131,10 @@ class SimulatedFleet:
         self.root = root
         self.hosts = [SimulatedHost(root, i + 1, subnet, tag) for i in range(count)]
         self.hosts_file = root / "hosts.yaml"
+        self._previous: dict[int, Any] = {}  # signal handlers in place before the fleet's
 
     def __enter__(self) -> SimulatedFleet:
+        self._on_signals()
         try:
             for host in self.hosts:
                 host.create()
@@ -150,6 +156,28 @@ class SimulatedFleet:
     def close(self) -> None:
         for host in self.hosts:
             host.close()
+        for signum, previous in self._previous.items():
+            with contextlib.suppress(ValueError):  # not the main thread: nothing was installed
+                signal.signal(signum, previous)
+        self._previous = {}
+
+    def _on_signals(self) -> None:
+        """An owner ended by SIGTERM or SIGINT closes the fleet first (namespaces and daemons
+        outlive it otherwise), then dies of the signal as it would have."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+
+        def closing(signum: int, frame: FrameType | None) -> None:
+            previous = self._previous.get(signum, signal.SIG_DFL)
+            self.close()
+            if callable(previous):
+                previous(signum, frame)
+            elif previous != signal.SIG_IGN:
+                signal.signal(signum, signal.SIG_DFL)
+                os.kill(os.getpid(), signum)
+
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            self._previous[signum] = signal.signal(signum, closing)
 
 
 def _accepts(path: str) -> bool:

@@ -72,6 +72,9 @@ class Experiment(Base):
     created: Mapped[float] = mapped_column(Float)
     baseline: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     result: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    # What a resumed run needs to rebuild its policy as it was (the SLO bounds it was made with);
+    # the trials themselves, in index order, are the rest of it.
+    policy_state: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
 
 
 class Trial(Base):
