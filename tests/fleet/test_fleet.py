@@ -4,8 +4,10 @@ CURVE: refusals, a host lost mid-trial, and a coordinator killed with SIGKILL.""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,6 +21,7 @@ from xtune.hosts.coordinator import run_fleet
 from xtune.knobs.table import KnobError
 from xtune.signals.curve import ClientKeys
 from xtune.testing.fleet import SimulatedFleet
+from xtune.testing.postgres import Cluster
 from xtune.trials.store import Store
 from xtune.tuning.metrics import Metrics
 
@@ -162,10 +165,27 @@ def coordinator(f: SimulatedFleet, db: str, budget: int, *extra: str) -> subproc
     )  # fmt: skip
 
 
-def test_a_killed_coordinator_resumed_ends_with_the_full_budget(fleet, tmp_path: Path) -> None:
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """An empty store: a SQLite file, or a database of a private PostgreSQL cluster."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'trials.db'}"
+        return
+    cluster = Cluster(Path(tempfile.mkdtemp(prefix="xtune-pg-")))
+    try:
+        cluster.start()
+        try:
+            yield cluster.create_database("fleet")
+        finally:
+            cluster.stop()
+    finally:
+        shutil.rmtree(cluster.dir, ignore_errors=True)
+
+
+def test_a_killed_coordinator_resumed_ends_with_the_full_budget(fleet, store_url: str) -> None:
     f = fleet(2)
     original = [h.sysctl(SOMAXCONN) for h in f.hosts]
-    db, budget = f"sqlite:///{tmp_path}/trials.db", 7
+    db, budget = store_url, 7
     first = coordinator(f, db, budget)
     store = Store(db)
     try:
@@ -199,6 +219,7 @@ OWN_A_FLEET = """
 import sys, time
 from pathlib import Path
 from xtune.testing.fleet import SimulatedFleet
+from xtune.testing.postgres import Cluster
 with SimulatedFleet(Path(sys.argv[1]), 1) as f:
     print(f.hosts[0].netns, f.hosts[0].xrtd.pid, f.hosts[0].bridge_proc.pid, flush=True)
     time.sleep(600)
