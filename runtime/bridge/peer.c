@@ -194,6 +194,9 @@ void peers_close_tcp(int tcp_fd)
 	for (p = peers; p < peers + BRIDGE_MAX_PEERS; p++) {
 		if (!p->used || p->tcp_fd != tcp_fd)
 			continue;
+		fprintf(stderr,
+			"xrtd-bridge: a client's connection ended (closed, or silent past the "
+			"heartbeat): its xrtd connection closed, its lease left to xrtd\n");
 		memcpy(gone[gone_next].id, p->id, p->id_len);
 		gone[gone_next].id_len = p->id_len;
 		gone_next = (gone_next + 1) % BRIDGE_MAX_PEERS;

@@ -126,6 +126,44 @@ def test_a_host_killed_mid_trial_fails_that_trial_and_the_others_go_on(fleet, tm
     assert h2.sysctl(SOMAXCONN) == original
 
 
+def test_a_partitioned_host_restores_its_knobs_and_the_others_go_on(fleet, tmp_path: Path) -> None:
+    f = fleet(2)
+    h1, h2 = f.hosts
+    original = h2.sysctl(SOMAXCONN)
+    slo = load(SLO, {"MEASURE_S": "1", "BUDGET": "4"})
+    store = Store(f"sqlite:///{tmp_path}/trials.db")
+    cut: list[tuple[int, str]] = []
+
+    def progress(host: str, event: str, data: dict) -> None:
+        # h2's first trial applied and measuring: its link goes dark, both ways.
+        if host == "h2" and event == "window" and data["phase"] == "measure" and not cut:
+            cut.append((data["trial"], h2.sysctl(SOMAXCONN)))
+            h2.partition()
+
+    result = run_fleet(slo, load_hosts(f.hosts_file), store, Metrics(slo.name), progress)
+    ((trial, during),) = cut
+    by_host = {r.host.name: r for r in result.hosts}
+    assert during != original  # the trial's own value was in place when the link went dark
+    assert by_host["h1"].error is None
+    assert by_host["h2"].error is not None and "host h2" in by_host["h2"].error
+    trials = store.trials(result.experiment_id)
+    failed = [t for t in trials if t.status == "failed"]
+    assert [t.index for t in failed] == [trial] and "host h2" in failed[0].metrics["error"]
+    assert sum(t.status == "completed" for t in trials) == 3  # the rest of the budget, on h1
+    # Nothing reached h2 since the cut, yet its own xrtd put its value back when the lease ran out.
+    until("h2 restored", lambda: h2.sysctl(SOMAXCONN) == original, timeout=10)
+    assert "lease expired" in (h2.dir / "state" / "audit.log").read_text()
+    until(
+        "h2's bridge dropping its silent client",
+        lambda: "silent past the heartbeat" in (h2.dir / "xrtd-bridge.log").read_text(),
+        timeout=10,
+    )
+    h2.heal()
+    with BridgeClient(h2.bridge, h2.client_keys(), timeout=5) as again:  # the link is what failed
+        assert sorted(k["name"] for k in again.list()) == ["fin_timeout", "somaxconn"]
+    assert h2.sysctl(SOMAXCONN) == original
+
+
 def test_a_coordinator_killed_leaves_every_host_restored_within_its_lease(fleet, tmp_path: Path) -> None:
     f = fleet(2)
     original = [(h.sysctl(SOMAXCONN), h.sysctl("net.ipv4.tcp_fin_timeout")) for h in f.hosts]

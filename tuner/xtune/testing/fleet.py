@@ -101,6 +101,24 @@ class SimulatedHost:
     def sysctl(self, key: str) -> str:
         return netns.sysctl(self.netns, key) or ""
 
+    def partition(self) -> None:
+        """Drop every packet on the host's link, both ways (nftables in its namespace): the
+        coordinator and the bridge each see the other go silent, as a cut cable would show."""
+        dev = self._veth[1]
+        rules = (
+            "table inet xtune_partition {\n"
+            f'  chain in {{ type filter hook input priority 0; iifname "{dev}" drop; }}\n'
+            f'  chain out {{ type filter hook output priority 0; oifname "{dev}" drop; }}\n'
+            "}\n"
+        )
+        subprocess.run(
+            ["ip", "netns", "exec", self.netns, "nft", "-f", "-"], input=rules.encode(), check=True
+        )
+
+    def heal(self) -> None:
+        subprocess.run(["ip", "netns", "exec", self.netns, "nft", "delete", "table", "inet", "xtune_partition"],
+                       check=True)  # fmt: skip
+
     def kill(self) -> None:
         """SIGKILL the bridge and xrtd: the host is gone mid-trial."""
         for proc in (self.bridge_proc, self.xrtd):
