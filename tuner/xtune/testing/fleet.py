@@ -116,8 +116,9 @@ class SimulatedHost:
         )
 
     def heal(self) -> None:
-        subprocess.run(["ip", "netns", "exec", self.netns, "nft", "delete", "table", "inet", "xtune_partition"],
-                       check=True)  # fmt: skip
+        """Let the host's traffic through again."""
+        nft = ["nft", "delete", "table", "inet", "xtune_partition"]
+        subprocess.run(["ip", "netns", "exec", self.netns, *nft], check=True)
 
     def kill(self) -> None:
         """SIGKILL the bridge and xrtd: the host is gone mid-trial."""
