@@ -246,6 +246,8 @@ def test_a_killed_coordinator_resumed_ends_with_the_full_budget(fleet, store_url
     assert len(after) == budget and all(t.status == "completed" for t in after)
     assert len({t.index for t in after}) == budget  # no index twice
     assert min(t.index for t in after[len(before) :]) > max(t.index for t in before)
+    measured = [t.params for t in before]
+    assert not [t.params for t in after[len(before) :] if t.params in measured], [t.params for t in after]
     assert len(store.experiments()) == 1  # continued, not a second run
     assert [h.sysctl(SOMAXCONN) for h in f.hosts] == original
     again = coordinator(f, db, budget, "--resume", str(run.id))

@@ -204,9 +204,13 @@ def run_fleet(
         state = {"bounds": {str(i): b.bound for i, b in enumerate(live[0].runner.guard.baseline)}}
         store.update_experiment(experiment_id, policy_state=state)
     bounds = {int(i): float(b) for i, b in state["bounds"].items()}
-    budget = slo.policy.budget - len(stored)
-    inner = make_policy(slo.model_copy(update={"policy": slo.policy.model_copy(update={"budget": budget})}),
-                        bounds, sorted(stored, key=lambda t: t.index))  # fmt: skip
+    rest: dict[str, Any] = {"budget": slo.policy.budget - len(stored)}
+    if stored and slo.policy.seed is not None:
+        # Attached trials do not advance Ax's Sobol sequence: from the run's own seed it would
+        # draw the points already measured again. Another seed, as deterministic, does not.
+        rest["seed"] = slo.policy.seed + len(stored)
+    policy_slo = slo.model_copy(update={"policy": slo.policy.model_copy(update=rest)})
+    inner = make_policy(policy_slo, bounds, sorted(stored, key=lambda t: t.index))
     offset = 0
     if stored:  # the attached trials took the policy's first indices
         offset = max(t.index for t in stored) + 1 - inner.warm_started  # type: ignore[attr-defined]
