@@ -41,6 +41,8 @@ class Case:
     tuned_profiles: tuple[str, ...] = TUNED_PROFILES
     # The sysctl prefixes a contender may set here (None: all); the others are listed as not applied.
     reach: tuple[str, ...] | None = None
+    # Only the sysctls the server's namespace holds; the host-wide ones are listed as not applied.
+    namespace_only: bool = False
     topology: Callable[[], VethPair | ShapedPath] = VethPair  # the server cases' namespaces
 
     def variables(self, pair: VethPair | ShapedPath, serve_dir: Path, quick: bool) -> dict[str, str]:

@@ -24,6 +24,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from xtune.host.netns import Setup
+
 SIZE_MIB = 512
 MEMORY_FILESYSTEMS = {"tmpfs", "ramfs"}
 LOOP_CONTROL = "/dev/loop-control"
@@ -36,7 +38,7 @@ def filesystem_type(path: Path) -> str:
     return out.stdout.strip()
 
 
-class LoopDevice:
+class LoopDevice(Setup):
     def __init__(self, directory: Path, size_mib: int = SIZE_MIB) -> None:
         self.file = directory / "block-case.img"
         self.size_mib = size_mib
@@ -52,31 +54,23 @@ class LoopDevice:
     def queue(self) -> Path:
         return Path("/sys/block") / self.name / "queue"
 
-    def __enter__(self) -> LoopDevice:
+    def _create(self) -> None:
         fs = filesystem_type(self.file.parent)
         if fs in MEMORY_FILESYSTEMS:
             raise RuntimeError(f"{self.file.parent} is on {fs}: the block case needs a filesystem on a disk")
         if threading.current_thread() is threading.main_thread():
             self._term = signal.signal(signal.SIGTERM, _exit_on_term)
-        try:
-            with open(self.file, "wb") as f:
-                for _ in range(self.size_mib):
-                    f.write(os.urandom(1 << 20))
-                f.flush()
-                os.fsync(f.fileno())
-            self.index = _loop_control(LOOP_CTL_ADD, -1)  # -1: the kernel picks a free number
-            cmd = ["losetup", "--direct-io=on", f"/dev/{self.name}", str(self.file)]
-            out = subprocess.run(cmd, capture_output=True, text=True)
-            if out.returncode != 0:
-                raise RuntimeError(f"{' '.join(cmd)}: {out.stderr.strip()}")
-            self.attached = True
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        with open(self.file, "wb") as f:
+            for _ in range(self.size_mib):
+                f.write(os.urandom(1 << 20))
+            f.flush()
+            os.fsync(f.fileno())
+        self.index = _loop_control(LOOP_CTL_ADD, -1)  # -1: the kernel picks a free number
+        cmd = ["losetup", "--direct-io=on", f"/dev/{self.name}", str(self.file)]
+        out = subprocess.run(cmd, capture_output=True, text=True)
+        if out.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)}: {out.stderr.strip()}")
+        self.attached = True
 
     def close(self) -> None:
         try:

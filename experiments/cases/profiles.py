@@ -11,6 +11,7 @@ setting not applicable, listed with the reason.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -98,11 +99,16 @@ def add(contender: Contender, key: str, values: list[int], server_netns: str | N
         contender.settings.update({f"{key}[{i}]": v for i, v in enumerate(values)})
 
 
-def limit(contender: Contender, reach: tuple[str, ...] | None, why: str) -> None:
-    """Move the sysctl settings outside `reach` (prefixes; None: all are in) to not_applicable."""
-    if reach is None:
-        return
-    for target in [t for t in contender.settings if not is_sysfs(t) and not t.startswith(reach)]:
+def in_namespace(target: str, server_netns: str | None) -> bool:
+    """Whether the sysctl `target` is the server namespace's own (the kernel keeps it per
+    namespace), not the host's."""
+    where = scope(key_of(target)[0], server_netns)
+    return where is not None and where.netns is not None
+
+
+def limit(contender: Contender, within: Callable[[str], bool], why: str) -> None:
+    """Move the sysctl settings whose target is not `within` the case's reach to not_applicable."""
+    for target in [t for t in contender.settings if not is_sysfs(t) and not within(t)]:
         value = contender.settings.pop(target)
         contender.not_applicable.append({"key": target, "value": str(value), "reason": why})
 

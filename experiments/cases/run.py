@@ -30,7 +30,7 @@ from xtune.trials.store import Store
 from cases import tuned
 from cases.case import Case, Place
 from cases.interleave import defaults_of, drop, interleave, knobs_for, probe, refused
-from cases.profiles import Contender, from_slo_file, is_sysfs, key_of, limit
+from cases.profiles import Contender, from_slo_file, in_namespace, is_sysfs, key_of, limit
 from cases.servers import SERVERS
 
 
@@ -74,9 +74,14 @@ def contenders_of(case: Case, place: Place) -> tuple[list[Contender], list[str]]
     contenders.append(from_slo_file(case.paper_file, place.netns, place.variables))
     contenders += [tuned.contender(p, place.netns, device=place.device) for p in case.tuned_profiles]
     if case.reach is not None:
-        why = f"not a {'/'.join(p + '*' for p in case.reach)} sysctl: out of the {case.name} case's reach"
+        reach = case.reach
+        why = f"not a {'/'.join(p + '*' for p in reach)} sysctl: out of the {case.name} case's reach"
         for c in contenders:
-            limit(c, case.reach, why)
+            limit(c, lambda t: t.startswith(reach), why)
+    if case.namespace_only:
+        why = f"host-wide, not the server namespace's: the {case.name} case changes only its namespaces"
+        for c in contenders:
+            limit(c, lambda t: in_namespace(t, place.netns), why)
     empty = [c for c in contenders[1:] if not c.settings]
     missing = []
     for c in empty:

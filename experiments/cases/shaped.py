@@ -15,21 +15,17 @@ devices are never touched.
 
 from __future__ import annotations
 
-import os
-import subprocess
 from dataclasses import dataclass, field
 
-from xtune.host.netns import run
+from xtune.host.netns import Namespaces, address, run, unique_prefix, veth
 
 RATE_MBIT = 40
 QUEUE_MS = 100  # the router's queue, as time at the bottleneck's rate (500 KB at 40 Mbit/s)
 
 
 @dataclass
-class ShapedPath:
-    prefix: str = field(default_factory=lambda: f"xtn-{os.getpid() % 100000}-{os.urandom(2).hex()}")
-    subnet: int = field(default_factory=lambda: 100 + int.from_bytes(os.urandom(1)) % 100)
-    created: list[str] = field(default_factory=list)
+class ShapedPath(Namespaces):
+    prefix: str = field(default_factory=lambda: unique_prefix("xtn"))
 
     @property
     def client(self) -> str:
@@ -56,26 +52,8 @@ class ShapedPath:
         """The router's device toward the client: its egress qdisc is the bottleneck."""
         return f"rc{self._tag}"
 
-    @property
-    def _tag(self) -> str:
-        return self.prefix.replace("-", "")[-8:]
-
-    def __enter__(self) -> ShapedPath:
-        try:
-            self._create()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
-
     def _create(self) -> None:
-        for ns in (self.client, self.router, self.server):
-            run("ip", "netns", "add", ns)
-            self.created.append(ns)
-            run("ip", "-n", ns, "link", "set", "lo", "up")
+        self._add(self.client, self.router, self.server)
         n = self.subnet
         # (end namespace, its device, the side's subnet 10.N.side.0/24, the router's device there)
         sides = (
@@ -83,18 +61,11 @@ class ShapedPath:
             (self.server, f"s{self._tag}", 2, f"rs{self._tag}"),
         )
         for ns, dev, side, rdev in sides:
-            run("ip", "link", "add", dev, "netns", ns, "type", "veth", "peer", "name", rdev,
-                "netns", self.router)  # fmt: skip
-            run("ip", "-n", ns, "addr", "add", f"10.{n}.{side}.{side}/24", "dev", dev)
-            run("ip", "-n", self.router, "addr", "add", f"10.{n}.{side}.254/24", "dev", rdev)
-            run("ip", "-n", ns, "link", "set", dev, "up")
-            run("ip", "-n", self.router, "link", "set", rdev, "up")
+            veth(dev, ns, rdev, self.router)
+            address(ns, dev, f"10.{n}.{side}.{side}/24")
+            address(self.router, rdev, f"10.{n}.{side}.254/24")
             run("ip", "-n", ns, "route", "add", "default", "via", f"10.{n}.{side}.254")
         run("ip", "netns", "exec", self.router, "sysctl", "-qw", "net.ipv4.ip_forward=1")
         queue_bytes = RATE_MBIT * 125_000 * QUEUE_MS // 1000
         run("tc", "-n", self.router, "qdisc", "add", "dev", self.bottleneck_dev, "root", "tbf",
             "rate", f"{RATE_MBIT}mbit", "burst", "16kb", "limit", str(queue_bytes))  # fmt: skip
-
-    def close(self) -> None:
-        while self.created:
-            subprocess.run(["ip", "netns", "del", self.created.pop()], check=False, capture_output=True)

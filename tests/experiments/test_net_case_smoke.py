@@ -3,7 +3,8 @@ its egress toward the client), iperf3's bulk and sockperf's requests run togethe
 contenders applied through xrtd in the server namespace (defaults, the sysctl paper's Table IV:
 its send-buffer cap and window scaling off); both tools give figures, the server namespace's
 values are read back equal to its defaults before it goes, the host's TCP sysctls are untouched,
-and no namespace of the path is left."""
+and no namespace of the path is left. Every contender of the case sets only sysctls the server
+namespace holds; TuneD's host-wide rows are listed as not applied."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import subprocess
 
 import pytest
 from cases import net
-from cases.run import host_values, run_case
+from cases.case import Place
+from cases.profiles import in_namespace
+from cases.run import contenders_of, host_values, run_case
 from cases.shaped import ShapedPath
 
 HOST_KEYS = ["net.ipv4.tcp_wmem", "net.ipv4.tcp_rmem", "net.ipv4.tcp_window_scaling"]
@@ -54,3 +57,17 @@ def test_net_case_two_contenders_restores_the_namespace_and_the_host() -> None:
     assert out["host_restored"] and out["place_restored"]
     assert host_values(HOST_KEYS) == before
     assert namespaces() == spaces
+
+
+def test_net_case_contenders_set_only_the_server_namespace() -> None:
+    with ShapedPath() as path:
+        contenders, missing = contenders_of(net.CASE, Place({}, netns=path.server))
+        for c in contenders:
+            outside = [t for t in c.settings if not in_namespace(t, path.server)]
+            assert not outside, (c.name, outside)
+        left_out = {
+            str(n["key"]) for c in contenders for n in c.not_applicable if "host-wide" in str(n["reason"])
+        }
+        # network-latency's busy polling and every profile's vm.* rows are the host's.
+        assert {"net.core.busy_read", "net.core.busy_poll", "vm.swappiness"} <= left_out, left_out
+        assert any(m.startswith("tuned-latency-performance:") for m in missing), missing

@@ -5,10 +5,11 @@ compiled-in RX_BATCH_SIZE through SIE (xrtd's sie-user backend) and must leave t
 byte-exact; phase 3 trains a tree from a short sweep and runs it live at 1 ms windows: its table,
 its plot, at least one change of the value, the text byte-exact after. Whether the tree beats the
 compiled value is not asserted here: one short run says little, experiments/bench_adaptive_dataplane.py
-measures it."""
+measures it. `--json` writes the same tables' figures as data (experiments/bench_demo.py reads them)."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -17,8 +18,9 @@ from xtune import paths
 
 
 def test_demo_short(tmp_path: Path) -> None:
+    doc = tmp_path / "figures.json"
     res = subprocess.run(
-        [str(paths.ROOT / ".venv/bin/xtune"), "demo", "--short", "--out", str(tmp_path)],
+        [str(paths.ROOT / ".venv/bin/xtune"), "demo", "--short", "--out", str(tmp_path), "--json", str(doc)],
         capture_output=True,
         text=True,
         timeout=420,
@@ -52,3 +54,13 @@ def test_demo_short(tmp_path: Path) -> None:
         for name in ("index.html", "objective.png", "knobs.png", "slo_margin.png"):
             assert (tmp_path / report / name).stat().st_size > 0
     assert (tmp_path / "trials.db").exists()
+    # The figures as data: the values the tables print.
+    figures = json.loads(doc.read_text())
+    assert figures["sie"]["knobs"]["rx_batch_size"] == {"before": 64, "after": after}
+    assert figures["sie"]["text_restored"] and figures["adaptive"]["text_restored"]
+    for phase in ("bufferbloat", "sie"):
+        f = figures[phase]
+        assert f["after"]["objective"] < f["before"]["objective"], f  # the gains asserted above
+        assert f["trials"] >= 1 and len(f["slo"]) == 1 and f["slo"][0]["after"] > 0, f
+    assert figures["adaptive"]["changes"] == int(re.findall(r"\d+", changes)[-1])
+    assert len(figures["adaptive"]["phases"]) == 3

@@ -310,13 +310,22 @@ def demo(
     out: Annotated[Path, typer.Option(help="Where the trial store and the report go.")] = paths.BUILD
     / "demo",
     ascii: AsciiOption = None,
+    json_out: Annotated[
+        Path | None,
+        typer.Option("--json", help="Also write every phase's before/after figures to this JSON file."),
+    ] = None,
 ) -> None:
     """Tune a bulk TCP flow's socket buffer limits through a bottleneck (real BPF, real sysctls), then a
     dataplane server's compiled-in RX_BATCH_SIZE through SIE on the running binary, then let a tree
     trained from a short sweep decide it live at 1 ms windows under a shifting load."""
+    import json
+
+    from xtune.demo.figures import demo_figures
     from xtune.demo.run import run_demo
     from xtune.tuning.terminal import make_console
 
     run = run_demo(out, short=short, budget=budget or None, console=make_console(ascii))
+    if json_out is not None:
+        json_out.write_text(json.dumps(demo_figures(run), indent=1) + "\n")
     if run.result.best is None:
         raise typer.Exit(1)

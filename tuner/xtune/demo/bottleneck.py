@@ -10,21 +10,17 @@ small ones keep RTT near the floor at the same throughput. Everything is torn do
 
 from __future__ import annotations
 
-import os
-import subprocess
 from dataclasses import dataclass, field
 
 from xtune.host import netns
-from xtune.host.netns import run as _run
+from xtune.host.netns import Namespaces, address, run, unique_prefix, veth
 
 
 @dataclass
-class Bottleneck:
+class Bottleneck(Namespaces):
     rate_mbit: int = 100
     queue_ms: int = 500
-    prefix: str = field(default_factory=lambda: f"xtdemo-{os.getpid() % 100000}-{os.urandom(2).hex()}")
-    subnet: int = field(default_factory=lambda: 100 + int.from_bytes(os.urandom(1)) % 100)
-    created: list[str] = field(default_factory=list)
+    prefix: str = field(default_factory=lambda: unique_prefix("xtdemo"))
 
     @property
     def sender(self) -> str:
@@ -46,45 +42,25 @@ class Bottleneck:
     def path(name: str) -> str:
         return netns.path(name)
 
-    def __enter__(self) -> Bottleneck:
-        try:
-            self._create()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
-
     def _create(self) -> None:
-        s, r, c, n = self.sender, self.router, self.receiver, self.subnet
-        tag = self.prefix.replace("-", "")[-8:]
-        for ns in (s, r, c):
-            _run("ip", "netns", "add", ns)
-            self.created.append(ns)
-            _run("ip", "-n", ns, "link", "set", "lo", "up")
-        _run(
-            "ip", "link", "add", f"s{tag}", "netns", s, "type", "veth", "peer", "name", f"r{tag}", "netns", r
-        )
-        _run(
-            "ip", "link", "add", f"q{tag}", "netns", r, "type", "veth", "peer", "name", f"c{tag}", "netns", c
-        )
+        s, r, c, n, tag = self.sender, self.router, self.receiver, self.subnet, self._tag
+        self._add(s, r, c)
+        veth(f"s{tag}", s, f"r{tag}", r)
+        veth(f"q{tag}", r, f"c{tag}", c)
         for ns, dev, addr in (
             (s, f"s{tag}", f"10.{n}.1.1/24"),
             (r, f"r{tag}", f"10.{n}.1.2/24"),
             (r, f"q{tag}", f"10.{n}.2.2/24"),
             (c, f"c{tag}", f"10.{n}.2.1/24"),
         ):
-            _run("ip", "-n", ns, "addr", "add", addr, "dev", dev)
-            _run("ip", "-n", ns, "link", "set", dev, "up")
-        _run("ip", "-n", s, "route", "add", "default", "via", f"10.{n}.1.2")
-        _run("ip", "-n", c, "route", "add", "default", "via", f"10.{n}.2.2")
-        _run("ip", "netns", "exec", r, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+            address(ns, dev, addr)
+        run("ip", "-n", s, "route", "add", "default", "via", f"10.{n}.1.2")
+        run("ip", "-n", c, "route", "add", "default", "via", f"10.{n}.2.2")
+        run("ip", "netns", "exec", r, "sysctl", "-qw", "net.ipv4.ip_forward=1")
         # Each trial starts a fresh connection: do not seed it with the last one's RTT/ssthresh.
         for ns in (s, c):
-            _run("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.tcp_no_metrics_save=1")
-        _run(
+            run("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.tcp_no_metrics_save=1")
+        run(
             "ip", "netns", "exec", r, "tc", "qdisc", "add", "dev", f"q{tag}", "root", "tbf",
             "rate", f"{self.rate_mbit}mbit", "burst", "64kb", "latency", f"{self.queue_ms}ms",
         )  # fmt: skip
@@ -94,7 +70,3 @@ class Bottleneck:
         if value is None:
             raise KeyError(f"no sysctl {key} in namespace {name}")
         return value
-
-    def close(self) -> None:
-        while self.created:
-            subprocess.run(["ip", "netns", "del", self.created.pop()], check=False, capture_output=True)

@@ -11,6 +11,7 @@ Then the second phase (`sie_phase.py`): a compiled-in constant of an unmodified 
 (the dataplane server's RX_BATCH_SIZE) tuned through SIE, with its own table and report. And the
 third (`adaptive_phase.py`): the adaptive loop on the same server, a tree trained from a short
 sweep deciding RX_BATCH_SIZE at 1 ms windows on a shifting load, against the compiled value.
+`figures.demo_figures` gives every table's figures as data (`xtune demo --json FILE`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from xtune.demo.bottleneck import Bottleneck
 from xtune.demo.sie_phase import SiePhase, run_sie_phase
 from xtune.host.services import Services, free_port
 from xtune.trials.store import Store
+from xtune.tuning.console import RunUnits
 from xtune.tuning.job import run_job
 from xtune.tuning.loop import RunResult
 from xtune.tuning.metrics import Metrics
@@ -38,6 +40,7 @@ TEMPLATE = paths.package_data("demo", "data", "bufferbloat.yaml")
 @dataclass
 class DemoRun:
     result: RunResult
+    units: RunUnits  # of the objective and SLO lines, resolved from the observer's catalog
     report: Path
     store_url: str
     metrics_port: int
@@ -90,4 +93,4 @@ def run_demo(
     report = job.write_report(out / "report", console)
     sie = run_sie_phase(out, store, short, None, console)
     adaptive = run_adaptive_phase(out, short, console)
-    return DemoRun(job.result, report, store.url, port, sie, adaptive)
+    return DemoRun(job.result, job.units, report, store.url, port, sie, adaptive)

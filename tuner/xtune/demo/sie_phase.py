@@ -32,6 +32,7 @@ from xtune.sie.analyze import analyze
 from xtune.sie.scope import ScopeTable
 from xtune.sie.spec import load_spec
 from xtune.trials.store import Store
+from xtune.tuning.console import RunUnits
 from xtune.tuning.job import run_job
 from xtune.tuning.loop import RunResult
 from xtune.tuning.metrics import Metrics
@@ -58,6 +59,7 @@ def dataplane_spec() -> Path:
 @dataclass
 class SiePhase:
     result: RunResult
+    units: RunUnits
     report: Path
     text_restored: bool
     client_p50_us: dict[int, float]  # RX_BATCH_SIZE -> the load generator's p50 latency
@@ -147,4 +149,4 @@ def run_sie_phase(out: Path, store: Store, short: bool, budget: int | None, cons
         + ", ".join(f"{CONST} {v}: {format_value(us, 'us', is_ascii(console))}" for v, us in p50.items())
     )
     report = job.write_report(out / "report-sie", console)
-    return SiePhase(result, report, restored, p50)
+    return SiePhase(result, job.units, report, restored, p50)

@@ -1,4 +1,5 @@
-"""Network namespaces for workloads: `ip` helpers and a client/server pair joined by one veth.
+"""Network namespaces for workloads: `ip` helpers, the base of every setup that creates
+namespaces or devices and removes them, and a client/server pair joined by one veth.
 
     <p>-cl (10.N.0.1) ── veth ── <p>-sv (10.N.0.2)
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 from dataclasses import dataclass, field
+from typing import Self
 
 
 def run(*args: str) -> None:
@@ -30,11 +32,78 @@ def sysctl(netns: str | None, key: str) -> str | None:
     return out.stdout.strip() if out.returncode == 0 else None
 
 
+class Setup:
+    """A context manager over what it creates: `_create` makes it, recording each piece as it
+    goes, and `close` removes what was recorded. `close` runs on every way out, a failure halfway
+    through `_create` (or an interrupt) included, so nothing made is left behind."""
+
+    def __enter__(self) -> Self:
+        try:
+            self._create()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def _create(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+def unique_prefix(kind: str) -> str:
+    """Names of this process's own namespaces, distinct from another run's."""
+    return f"{kind}-{os.getpid() % 100000}-{os.urandom(2).hex()}"
+
+
+def random_subnet() -> int:
+    """N of the 10.N.x.0/24 subnets: a run beside another rarely shares it."""
+    return 100 + int.from_bytes(os.urandom(1)) % 100
+
+
 @dataclass
-class VethPair:
-    prefix: str = field(default_factory=lambda: f"xtc-{os.getpid() % 100000}-{os.urandom(2).hex()}")
-    subnet: int = field(default_factory=lambda: 100 + int.from_bytes(os.urandom(1)) % 100)
+class Namespaces(Setup):
+    """Network namespaces named `<prefix>-...`, deleted on exit, the last made first. Device names
+    end in `_tag`, the prefix's last 8 characters without dashes (an interface name has at most 15)."""
+
+    prefix: str = field(default_factory=lambda: unique_prefix("xtns"))
+    subnet: int = field(default_factory=random_subnet)
     created: list[str] = field(default_factory=list)
+
+    @property
+    def _tag(self) -> str:
+        return self.prefix.replace("-", "")[-8:]
+
+    def _add(self, *names: str) -> None:
+        """Each namespace, recorded for `close`, with its loopback up."""
+        for ns in names:
+            run("ip", "netns", "add", ns)
+            self.created.append(ns)
+            run("ip", "-n", ns, "link", "set", "lo", "up")
+
+    def close(self) -> None:
+        while self.created:
+            subprocess.run(["ip", "netns", "del", self.created.pop()], check=False, capture_output=True)
+
+
+def veth(end: str, netns: str, peer: str, peer_netns: str) -> None:
+    """A veth pair made with its ends already in their namespaces (deleting one deletes both)."""
+    run("ip", "link", "add", end, "netns", netns, "type", "veth", "peer", "name", peer, "netns", peer_netns)
+
+
+def address(netns: str, dev: str, cidr: str) -> None:
+    """`cidr` on `dev` in `netns`, and the device up."""
+    run("ip", "-n", netns, "addr", "add", cidr, "dev", dev)
+    run("ip", "-n", netns, "link", "set", dev, "up")
+
+
+@dataclass
+class VethPair(Namespaces):
+    prefix: str = field(default_factory=lambda: unique_prefix("xtc"))
 
     @property
     def client(self) -> str:
@@ -61,32 +130,8 @@ class VethPair:
     def server_dev(self) -> str:
         return f"s{self._tag}"
 
-    @property
-    def _tag(self) -> str:
-        return self.prefix.replace("-", "")[-8:]
-
-    def __enter__(self) -> VethPair:
-        try:
-            self._create()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
-
     def _create(self) -> None:
-        for ns in (self.client, self.server):
-            run("ip", "netns", "add", ns)
-            self.created.append(ns)
-            run("ip", "-n", ns, "link", "set", "lo", "up")
-        run("ip", "link", "add", self.client_dev, "netns", self.client, "type", "veth", "peer", "name",
-            self.server_dev, "netns", self.server)  # fmt: skip
-        for ns, dev, addr in ((self.client, self.client_dev, 1), (self.server, self.server_dev, 2)):
-            run("ip", "-n", ns, "addr", "add", f"10.{self.subnet}.0.{addr}/24", "dev", dev)
-            run("ip", "-n", ns, "link", "set", dev, "up")
-
-    def close(self) -> None:
-        while self.created:
-            subprocess.run(["ip", "netns", "del", self.created.pop()], check=False, capture_output=True)
+        self._add(self.client, self.server)
+        veth(self.client_dev, self.client, self.server_dev, self.server)
+        address(self.client, self.client_dev, f"{self.client_addr}/24")
+        address(self.server, self.server_dev, f"{self.server_addr}/24")
