@@ -4,10 +4,8 @@ CURVE: refusals, a host lost mid-trial, and a coordinator killed with SIGKILL.""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,7 +19,6 @@ from xtune.hosts.coordinator import run_fleet
 from xtune.knobs.table import KnobError
 from xtune.signals.curve import ClientKeys
 from xtune.testing.fleet import SimulatedFleet
-from xtune.testing.postgres import Cluster
 from xtune.trials.store import Store
 from xtune.tuning.metrics import Metrics
 
@@ -201,23 +198,6 @@ def coordinator(f: SimulatedFleet, db: str, budget: int, *extra: str) -> subproc
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )  # fmt: skip
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """An empty store: a SQLite file, or a database of a private PostgreSQL cluster."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'trials.db'}"
-        return
-    cluster = Cluster(Path(tempfile.mkdtemp(prefix="xtune-pg-")))
-    try:
-        cluster.start()
-        try:
-            yield cluster.create_database("fleet")
-        finally:
-            cluster.stop()
-    finally:
-        shutil.rmtree(cluster.dir, ignore_errors=True)
 
 
 def test_a_killed_coordinator_resumed_ends_with_the_full_budget(fleet, store_url: str) -> None:

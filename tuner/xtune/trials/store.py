@@ -82,7 +82,7 @@ class Trial(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     experiment_id: Mapped[int] = mapped_column(ForeignKey("experiments.id"), index=True)
     index: Mapped[int] = mapped_column(Integer)
-    policy: Mapped[str] = mapped_column(String(16))
+    policy: Mapped[str] = mapped_column(String(64))  # `<policy>@<host>`
     params: Mapped[dict[str, Any]] = mapped_column(JSON)
     status: Mapped[str] = mapped_column(String(16))  # completed | infeasible | failed
     objective: Mapped[float | None] = mapped_column(Float, nullable=True)
@@ -109,7 +109,7 @@ class DecisionRow(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     experiment_id: Mapped[int] = mapped_column(ForeignKey("experiments.id"), index=True)
     t: Mapped[float] = mapped_column(Float)
-    policy: Mapped[str] = mapped_column(String(16))
+    policy: Mapped[str] = mapped_column(String(64))  # `<policy>@<host>`
     values: Mapped[dict[str, Any]] = mapped_column(JSON)
     reason: Mapped[str] = mapped_column(String(256))
 
