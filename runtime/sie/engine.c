@@ -412,7 +412,7 @@ static int map_knobs(struct target *t, const struct sie_plan *p, struct sie_stat
 	uint64_t where;
 	long fd, addr;
 
-	if (target_regs(t, 0, &r))
+	if (target_live_index(t) < 0 || target_regs(t, target_live_index(t), &r))
 		return -1;
 	where = (r.rsp - 8192) & ~15ull; /* far below the red zone of the stopped thread */
 	if (target_write(t, where, p->knobs, strlen(p->knobs) + 1)) {
@@ -457,7 +457,7 @@ static int map_trampolines(struct target *t, const struct sie_plan *p, struct si
 	long addr;
 
 	for (int attempt = 0; attempt < 8; attempt++) {
-		cand = find_gap(t->pid, p->spans[0].vaddr + s->bias, size, attempt);
+		cand = find_gap(target_proc(t), p->spans[0].vaddr + s->bias, size, attempt);
 		if (!cand) {
 			snprintf(err, SIE_ERR_LEN, "its memory map has no gap there");
 			break;
@@ -512,9 +512,10 @@ int sie_arm_stopped(struct target *t, struct sie_plan *p, const struct sie_opts 
 	s->start_time = t->start_time;
 	/* System calls run at the first span, whose bytes check_bytes finds original first. */
 	t->syscall_site = p->spans[0].vaddr + s->bias;
-	if (sie_check_identity(t->pid, p, s->bias, err) || check_bytes(t, p, s->bias, 1, err) ||
-	    (!p->own_values && map_knobs(t, p, s, err)) || map_trampolines(t, p, s, err) ||
-	    spans_reachable(p, s, err) || (p->own_values && init_values(t, p, s, err)))
+	if (sie_check_identity(target_proc(t), p, s->bias, err) ||
+	    check_bytes(t, p, s->bias, 1, err) || (!p->own_values && map_knobs(t, p, s, err)) ||
+	    map_trampolines(t, p, s, err) || spans_reachable(p, s, err) ||
+	    (p->own_values && init_values(t, p, s, err)))
 		goto undo;
 	memset(page, 0xcc, sizeof(page));
 	build_page(p, s, page);
@@ -538,7 +539,7 @@ int sie_arm_stopped(struct target *t, struct sie_plan *p, const struct sie_opts 
 	}
 	return 0;
 undo:
-	if (!t->threads[0].gone)
+	if (target_alive(t))
 		unmap_remote(t, s);
 	return -1;
 }

@@ -209,7 +209,7 @@ static int disarm_attached(struct target *t, struct sie_plan *p, const struct si
 /* The process exited or called exec: nothing of ours is left in it; let it go. */
 static int ended(struct target *t, char err[SIE_ERR_LEN])
 {
-	if (!t->threads[0].gone && !t->execed)
+	if (target_alive(t) && !t->execed)
 		return 0;
 	snprintf(
 		err, SIE_ERR_LEN,
@@ -230,7 +230,7 @@ int sie_serve(pid_t pid, struct sie_plan *p, const struct sie_opts *o, struct si
 		return -1;
 	ready(s);
 	target_resume(&t, 0);
-	while (!*stop && !t.threads[0].gone && !t.execed)
+	while (!*stop && target_alive(&t) && !t.execed)
 		if (serve_one(&t, p, 1) && errno == ECHILD)
 			break;
 	if (ended(&t, err))
@@ -251,7 +251,7 @@ static int command(struct target *t, struct sie_plan *p, const struct sie_opts *
 	}
 	if (sscanf(line, "set %63s %lld", name, &v) != 2)
 		snprintf(err, sizeof(err), "malformed command '%.100s'", line);
-	else if (t->threads[0].gone)
+	else if (!target_alive(t))
 		snprintf(err, sizeof(err), "pid %d exited", t->pid);
 	else if (!sie_set_value(t, p, s, o, name, v, err))
 		dprintf(out, "ok %s %lld\n", name, v);
@@ -333,7 +333,7 @@ int sie_run(pid_t pid, struct sie_plan *p, const struct sie_opts *o, struct sie_
 		return -1;
 	ready(s);
 	target_resume(&t, 0);
-	while (!done && !t.threads[0].gone && !t.execed) {
+	while (!done && target_alive(&t) && !t.execed) {
 		struct pollfd fds[2] = {
 			{.fd = ctl->listen_fd >= 0 ? ctl->listen_fd : ctl->in, .events = POLLIN},
 			{.fd = sfd, .events = POLLIN}};

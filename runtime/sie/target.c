@@ -39,18 +39,6 @@ static char task_state(pid_t pid, pid_t tid)
 	return p && p[1] == ' ' ? p[2] : 0;
 }
 
-/* Every thread has exited (zombies left for us to reap): the process is dead. */
-static int all_exited(struct target *t)
-{
-	for (int i = 0; i < t->nthreads; i++) {
-		char c = t->threads[i].gone ? 0 : task_state(t->pid, t->threads[i].tid);
-
-		if (c && c != 'Z' && c != 'X')
-			return 0;
-	}
-	return 1;
-}
-
 pid_t target_wait(struct target *t, pid_t tid, int *st)
 {
 	if (tid != t->pid)
@@ -60,7 +48,11 @@ pid_t target_wait(struct target *t, pid_t tid, int *st)
 
 		if (r)
 			return r;
-		if (task_state(t->pid, tid) == 'Z' && all_exited(t)) {
+		/*
+		 * A zombie leader runs no code again: with other threads left it is out of every
+		 * span for good (it called pthread_exit), without them the process is dead.
+		 */
+		if (task_state(t->pid, tid) == 'Z') {
 			errno = ESRCH;
 			return -1;
 		}
@@ -232,10 +224,30 @@ void target_unknown_stop(struct target *t, pid_t tid)
 		ptrace(PTRACE_CONT, tid, 0, 0);
 }
 
+int target_alive(const struct target *t)
+{
+	return target_live_index(t) >= 0;
+}
+
+int target_live_index(const struct target *t)
+{
+	for (int i = 0; i < t->nthreads; i++)
+		if (!t->threads[i].gone)
+			return i;
+	return -1;
+}
+
+pid_t target_proc(const struct target *t)
+{
+	int i = target_live_index(t);
+
+	return i < 0 ? t->pid : t->threads[i].tid;
+}
+
 void target_find_uprobes(struct target *t)
 {
 	struct sie_mapping m;
-	FILE *f = sie_maps_open(t->pid);
+	FILE *f = sie_maps_open(target_proc(t));
 
 	t->uprobes_lo = t->uprobes_hi = 0;
 	if (!f)
@@ -296,7 +308,17 @@ int target_attach(struct target *t, pid_t pid, char err[SIE_ERR_LEN])
 		target_detach(t);
 		return -1;
 	}
-	if (!t->nthreads || t->threads[0].gone) {
+	if (task_state(pid, pid) == 'Z' && target_alive(t)) {
+		snprintf(err, SIE_ERR_LEN,
+			 "refused: the main thread of pid %d has exited while other threads run; "
+			 "/proc/%d no longer shows its memory, so the engine cannot check it "
+			 "(attach "
+			 "before the main thread exits); nothing was changed",
+			 pid, pid);
+		target_detach(t);
+		return -1;
+	}
+	if (!t->nthreads || t->threads[0].tid != pid || t->threads[0].gone) {
 		snprintf(err, SIE_ERR_LEN, "pid %d: cannot attach (exited, or not permitted)", pid);
 		target_detach(t);
 		return -1;
@@ -346,7 +368,7 @@ int target_stop(struct target *t, int busy_only, char err[SIE_ERR_LEN])
 		if (!stop_thread(t, th))
 			live++;
 	}
-	if (!live || t->threads[0].gone) {
+	if (!live) {
 		snprintf(err, SIE_ERR_LEN, "pid %d exited", t->pid);
 		return -1;
 	}

@@ -48,8 +48,9 @@ struct target {
 int target_attach(struct target *t, pid_t pid, char err[SIE_ERR_LEN]);
 /*
  * waitpid for one thread of the target. The kernel reports a group leader's exit only once every
- * other thread's exit was reaped: waiting for the leader ends (-1, ESRCH) when every thread has
- * exited, so that a process killed meanwhile cannot keep the engine waiting forever.
+ * other thread's exit was reaped: waiting for the leader ends (-1, ESRCH) once it is a zombie, so
+ * that neither a process killed meanwhile nor a leader that called pthread_exit while other
+ * threads run keeps the engine waiting forever (the leader then counts as gone: it runs no code).
  */
 pid_t target_wait(struct target *t, pid_t tid, int *st);
 /* Resume / stop every thread, or with `busy_only` only the threads marked busy. */
@@ -64,6 +65,16 @@ void target_detach(struct target *t);
 void target_event(struct target *t, pid_t tid, int status);
 /* A stop of a task we do not know: a new thread is added, a fork child is held for its event. */
 void target_unknown_stop(struct target *t, pid_t tid);
+/* Some thread has not exited: the process lives (its leader may have called pthread_exit). */
+int target_alive(const struct target *t);
+/* The index of the first thread that has not exited, -1 when none is left. */
+int target_live_index(const struct target *t);
+/*
+ * The task whose /proc entries show the process: the leader, or once it exited (a zombie leader's
+ * maps, exe and fd are gone with its memory) the first live thread; any thread's /proc/TID shows
+ * the whole process.
+ */
+pid_t target_proc(const struct target *t);
 /* Read the range of the kernel's [uprobes] page into t (it appears at the first uprobe hit). */
 void target_find_uprobes(struct target *t);
 

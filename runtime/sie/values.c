@@ -30,7 +30,7 @@ int sie_values_map(struct target *t, const struct sie_plan *p, struct sie_state 
 	int lfd;
 	void *local;
 
-	if (target_regs(t, 0, &r))
+	if (target_live_index(t) < 0 || target_regs(t, target_live_index(t), &r))
 		return -1;
 	where = (r.rsp - 8192) & ~15ull; /* far below the red zone of the stopped thread */
 	if (target_write(t, where, name, sizeof(name))) {
@@ -44,7 +44,7 @@ int sie_values_map(struct target *t, const struct sie_plan *p, struct sie_state 
 		return -1;
 	}
 	addr = target_syscall(t, SYS_ftruncate, fd, (long)PAGE, 0, 0, 0, 0, err);
-	snprintf(path, sizeof(path), "/proc/%d/fd/%ld", t->pid, fd);
+	snprintf(path, sizeof(path), "/proc/%d/fd/%ld", target_proc(t), fd);
 	lfd = addr ? -1 : open(path, O_RDWR | O_CLOEXEC);
 	local = lfd < 0 ? MAP_FAILED : mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, lfd, 0);
 	if (lfd >= 0)

@@ -5,6 +5,7 @@ attachment, a reused pid refused at disarm, the text byte-exact after."""
 
 from __future__ import annotations
 
+import os
 import struct
 import subprocess
 import time
@@ -193,5 +194,37 @@ def test_disarm_waits_for_a_signal_handler_that_interrupted_a_trampoline(engine)
         time.sleep(0.5)
         assert t.ask([3000]) == [oracle.worker_answer(3000, 100)]
         assert t.p.poll() is None, f"the target died: {t.p.returncode}"
+    finally:
+        t.close()
+
+
+def _live_task(pid: int) -> int:
+    """A thread of `pid` other than its exited main thread: its /proc entries show the process."""
+    return min(int(t) for t in os.listdir(f"/proc/{pid}/task") if int(t) != pid)
+
+
+@pytest.mark.parametrize("int3", [False, True], ids=["jump", "int3"])
+def test_main_thread_exit_while_armed(engine, int3):
+    """The main thread ends with pthread_exit while workers run through the span: the engine goes
+    on changing values (a zombie main thread runs no code) and disarms; attaching afterwards is
+    refused with the reason, since /proc/PID then shows no memory."""
+    table = targets.analyzed("leader_exit", [100, 50, 300])
+    t = oracle.LineTarget(table.binary.path)
+    try:
+        assert t.ask("3000") == oracle.worker_answer(3000, 100)
+        eng.attach(t.p.pid, table, ["K"], force_int3=int3)
+        eng.set_value(t.p.pid, "K", 250)
+        assert t.ask("3000") == oracle.worker_answer(3000, 250)
+        assert t.ask("e") == "exited"
+        for v in (60, 280, 100, 250):
+            eng.set_value(t.p.pid, "K", v)
+            assert t.ask("3000") == oracle.worker_answer(3000, v)
+        eng.detach(t.p.pid)
+        assert eng.spans_hold_original(_live_task(t.p.pid), table)
+        assert t.ask("3000") == oracle.worker_answer(3000, 100)
+        assert t.p.poll() is None, f"the target died: {t.p.returncode}"
+        with pytest.raises(eng.SieError, match="main thread|exe"):
+            eng.attach(t.p.pid, table, ["K"], force_int3=int3)
+        assert eng.spans_hold_original(_live_task(t.p.pid), table), "a refusal changes nothing"
     finally:
         t.close()
