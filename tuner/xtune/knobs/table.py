@@ -54,7 +54,12 @@ BACKENDS = ("none", "sysctl", "sysfs", "bpf", "sie-user", "sie-kernel")
 
 
 class KnobError(RuntimeError):
-    """xrtd refused a request; the message says what is wrong and where."""
+    """A request to xrtd failed; the message says what is wrong and where."""
+
+
+class KnobRefused(KnobError):
+    """xrtd answered and refused the request (a value out of range, a backend that could not apply
+    it): the connection holds, and a refused transaction changed nothing."""
 
 
 @dataclass(frozen=True)
@@ -258,10 +263,10 @@ class KnobClient:
         self.close()
 
     def call(self, op: str, **fields: Any) -> dict[str, Any]:
-        """Send one request, return the reply; raise KnobError when xrtd says ok=false."""
+        """Send one request, return the reply; raise KnobRefused when xrtd says ok=false."""
         reply = self.call_raw(json.dumps({"op": op, **fields}).encode())
         if not reply.get("ok"):
-            raise KnobError(reply.get("error", f"{op}: error reply without a message"))
+            raise KnobRefused(reply.get("error", f"{op}: error reply without a message"))
         return reply
 
     def call_raw(self, line: bytes) -> dict[str, Any]:

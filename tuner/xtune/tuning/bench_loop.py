@@ -9,16 +9,14 @@ optimizer as a number); in the baseline it stops the run with the reason.
 
 from __future__ import annotations
 
-import math
 import time
 from typing import Any
 
-from xtune.policies.base import Outcome, TrialPolicy
+from xtune.policies.base import TrialPolicy
 from xtune.signals.frames import Frame, FrameReader
 from xtune.signals.window import Window
-from xtune.trials.store import StoredTrial
 from xtune.tuning.benchmark import MetricMissing, run_benchmark
-from xtune.tuning.loop import Runner, Summary, TrialResult
+from xtune.tuning.loop import Runner, TrialFailed, TrialResult
 
 
 class NoFrames(FrameReader):
@@ -30,28 +28,6 @@ class NoFrames(FrameReader):
 
     def close(self) -> None:
         pass
-
-
-class SkipFailed(TrialPolicy):
-    """Passes a policy every trial except failed ones: a missing metric is no measurement."""
-
-    def __init__(self, inner: TrialPolicy) -> None:
-        self.inner = inner
-        self.name = inner.name
-
-    def suggest(self) -> tuple[int, dict[str, Any]] | None:
-        return self.inner.suggest()
-
-    def complete(self, index: int, params: dict[str, Any], outcome: Outcome) -> None:
-        if not math.isnan(outcome.objective):
-            self.inner.complete(index, params, outcome)
-
-    def close(self) -> None:
-        self.inner.close()
-
-    @property
-    def suggest_seconds(self) -> list[float]:
-        return list(getattr(self.inner, "suggest_seconds", []))
 
 
 class BenchRunner(Runner):
@@ -70,17 +46,4 @@ class BenchRunner(Runner):
         try:
             return super().trial(policy, index, params)
         except MetricMissing as e:
-            started = time.time()
-            summary = Summary(
-                math.nan, math.nan, {i: (math.nan, math.nan) for i in range(len(self.lines))}, 0
-            )
-            result = TrialResult(index, dict(self.actuator.current), summary, False, False)
-            self.store.add_trial(
-                self.experiment_id,
-                StoredTrial(index, policy.name, result.params, "failed", None, None, {"error": str(e)}),
-                started,
-                time.time(),
-            )
-            self.metrics.trials.labels(self.metrics.experiment, "failed").inc()
-            self.progress("failed", {"index": index, "reason": str(e)})
-            return result
+            raise TrialFailed(str(e)) from e

@@ -63,7 +63,7 @@ def run_job(
     workload = Workload(slo.workload) if slo.workload else None
     reader: FrameReader
     if slo.benchmark is not None:  # windows are benchmark runs, not observer frames
-        from xtune.tuning.bench_loop import BenchRunner, NoFrames, SkipFailed
+        from xtune.tuning.bench_loop import BenchRunner, NoFrames
 
         reader = NoFrames()
         progress = Progress(console, slo)
@@ -80,7 +80,7 @@ def run_job(
     try:
         trials = store.trials(name=slo.name) if warm else None
         if slo.benchmark is not None:
-            result = runner.run(lambda bounds: SkipFailed(make_policy(slo, bounds, trials)))
+            result = runner.run(lambda bounds: make_policy(slo, bounds, trials))
         else:
             result = runner.run(lambda bounds: make_policy(slo, bounds, trials))
     finally:

@@ -27,6 +27,7 @@ from xtune.config import expr
 from xtune.config.schema import SloFile
 from xtune.host.sched import prompt_wakeups
 from xtune.knobs.actuator import Actuator
+from xtune.knobs.table import KnobRefused
 from xtune.policies.base import Outcome, TrialPolicy
 from xtune.policies.tree import TreePolicy
 from xtune.signals.frames import Frame, FrameReader
@@ -190,6 +191,11 @@ class Summary:
             xs = [r[1][i] for r in rows if r[1][i] is not None]
             slo[i] = mean_sem([x for x in xs if x is not None])
         return cls(obj, sem, slo, len(rows))
+
+
+class TrialFailed(RuntimeError):
+    """A trial gave no measurement, but the run can go on (e.g. its benchmark printed no metric):
+    it is stored as failed and the policy hears of it as a failure, never as a number."""
 
 
 @dataclass
@@ -407,6 +413,20 @@ class Runner:
         self.progress("trial_done", {"result": result})
         return result
 
+    def failed(
+        self, policy: TrialPolicy, index: int, params: dict[str, Any], reason: str, began: float
+    ) -> None:
+        """Store a trial that gave no measurement, with its reason, and tell the policy."""
+        self.store.add_trial(
+            self.experiment_id,
+            StoredTrial(index, policy.name, params, "failed", None, None, {"error": reason}),
+            began,
+            time.time(),
+        )
+        self.metrics.trials.labels(self.metrics.experiment, "failed").inc()
+        self.progress("failed", {"index": index, "reason": reason})
+        policy.fail(index, reason)
+
     def _holds(self, summary: Summary) -> bool:
         """Do the trial's means meet every SLO line (with the baseline-resolved bounds)?"""
         for i, (line, base) in enumerate(zip(self.lines, self.guard.baseline, strict=True)):
@@ -467,7 +487,14 @@ class Runner:
             try:
                 while (suggestion := policy.suggest()) is not None:
                     index, params = suggestion
-                    done = self.trial(policy, index, params)
+                    began = time.time()
+                    try:
+                        done = self.trial(policy, index, params)
+                    except (TrialFailed, KnobRefused) as e:
+                        # xrtd refusing the values (its transaction changed nothing) fails this
+                        # trial only; a lost xrtd or observer still ends the run.
+                        self.failed(policy, index, params, str(e), began)
+                        continue
                     trials.append(done)
                     policy.complete(index, params, done.outcome())
                 suggest_seconds = list(getattr(policy, "suggest_seconds", []))
