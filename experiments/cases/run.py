@@ -55,8 +55,8 @@ def tune_bo(
 
 
 def best_value(knob: Knob, value: float | str) -> int | str:
-    """A best trial's value as a setting: xtune records an enum knob's value as xrtd reads it
-    back, the index into the knob's `values`; the setting is the choice's name."""
+    """A best trial's value as a setting: an enum knob's choice by name (stores written before the
+    tuner named choices hold the index into the knob's `values`)."""
     if isinstance(value, str):
         return value
     return knob.values[int(value)] if knob.values is not None else int(value)

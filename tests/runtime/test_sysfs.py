@@ -75,3 +75,27 @@ def test_scheduler_restored_after_kill9(xrtd, loopdev):
     xrtd.kill9()
     xrtd.start()  # the enum values come back from the journal
     assert attr(q, "scheduler") == before
+
+
+def test_tuner_sees_enum_knobs_by_name(xrtd, loopdev):
+    """The tuner's view of an enum knob (what trials store and reports print) is the choice's name,
+    not xrtd's index of it."""
+    from xtune.config.schema import Knob
+    from xtune.knobs.actuator import Actuator
+
+    q = loopdev
+    before = attr(q, "scheduler")
+    current = before.split("[")[1].split("]")[0]
+    other = next(c for c in before.replace("[", "").replace("]", "").split() if c != current)
+    knob = Knob(
+        name="sched", backend="sysfs", target=str(q / "scheduler"), type="enum", values=[current, other]
+    )
+    act = Actuator(xrtd.socket, [knob])
+    try:
+        assert act.original == {"sched": current}
+        assert act.apply({"sched": other}, "test") == {"sched": other}
+        assert f"[{other}]" in attr(q, "scheduler")
+        assert act.rollback("test") == {"sched": current}
+    finally:
+        act.close(restore=True)
+    assert attr(q, "scheduler") == before

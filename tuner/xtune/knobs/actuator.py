@@ -19,6 +19,12 @@ from xtune.config.schema import Knob
 from xtune.knobs.table import KnobClient, KnobError, KnobTable
 
 
+def applied_value(knob: dict[str, Any]) -> Any:
+    """What a knob holds as the SLO file names it: an enum knob's choice (xrtd's `applied` is the
+    choice's index), an int knob's number."""
+    return knob["text"] if knob.get("type") == "enum" else knob["applied"]
+
+
 class Actuator:
     def __init__(
         self,
@@ -44,7 +50,7 @@ class Actuator:
                     k.name, k.backend, k.target, min=lo, max=hi, step=k.step, enum=k.values, netns=k.netns
                 )
                 self.registered.append(k.name)
-                self.original[k.name] = reply["applied"]
+                self.original[k.name] = applied_value(reply)
             self.current = dict(self.original)
             self.good = dict(self.original)
             self.client.start_lease(period=0.05, lease_ms=lease_ms)
@@ -61,7 +67,7 @@ class Actuator:
                     self.client.set(name, value, reason=reason)
             for knob in self.client.list():
                 if knob["name"] in self.current:
-                    self.current[knob["name"]] = knob["applied"]
+                    self.current[knob["name"]] = applied_value(knob)
         return dict(self.current)
 
     def mark_good(self) -> None:
@@ -72,7 +78,7 @@ class Actuator:
     def rollback(self, reason: str) -> dict[str, Any]:
         """Back to the last good values through xrtd; returns them."""
         for knob in self.client.rollback(self.registered, to="good", reason=reason):
-            self.current[knob["name"]] = knob["applied"]
+            self.current[knob["name"]] = applied_value(knob)
         return dict(self.current)
 
     def table(self) -> KnobTable:
