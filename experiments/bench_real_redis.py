@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from real.redis import golden, live, server
+from real.retune import golden_checks, golden_summary, interleaved, throughput, with_process
 from resultfile import write_result
 from xtune.sie import scope
 from xtune.sie.analyze import analyze
@@ -34,6 +35,9 @@ HERE = ROOT / "experiments" / "real" / "redis"
 SOURCES = [
     "experiments/bench_real_redis.py",
     "experiments/real/redis",
+    "experiments/real/debian-source.sh",
+    "experiments/real/retune.py",
+    "experiments/real/process.py",
     "tuner/xtune/sie",
     "runtime/sie",
     "runtime/xrtd",
@@ -131,39 +135,29 @@ def retune(case: Case, stock: Path, work: Path) -> dict:
     x = Xrtd(work).start()
     sie = server.Server(stock, work / "sie-server")
     cli = live.SieCli(sie.pid, x.socket, env)
-    checks: dict[str, dict] = {}
-    rps: dict[str, dict[str, list[float]]] = {str(v): {"sie": [], "rebuilt": []} for v in case.values}
     try:
         before = golden.run(sie.port)
         cli.attach(table)
-        for v in case.values:
-            t0 = time.monotonic()
-            cli.set(case.const, v)
-            set_ms = (time.monotonic() - t0) * 1e3
-            got = golden.run(sie.port)
-            ref = server.Server(rebuilt[v], work / f"rebuilt-{v}")
-            try:
-                want = golden.run(ref.port)
-            finally:
-                ref.stop()
-            checks[str(v)] = {
-                "equal": got == want,
-                "sie": got,
-                "rebuilt": want,
-                "set_ms": round(set_ms, 1),
-                "analysis_build": v in found["analysis_values"],
-            }
-        for rep in range(REPS):
-            # Rotate the order so that no value always runs first (warm-up, other tenants' load).
-            order = case.values[rep % len(case.values) :] + case.values[: rep % len(case.values)]
-            for v in order:
-                cli.set(case.const, v)
-                rps[str(v)]["sie"].append(server.benchmark(sie.port, case.load))
-                ref = server.Server(rebuilt[v], work / f"rebuilt-{v}")
-                try:
-                    rps[str(v)]["rebuilt"].append(server.benchmark(ref.port, case.load))
-                finally:
-                    ref.stop()
+
+        def on_rebuilt(v, use):
+            return with_process(lambda: server.Server(rebuilt[v], work / f"rebuilt-{v}"), use)
+
+        checks = golden_checks(
+            cli,
+            case.const,
+            case.values,
+            found["analysis_values"],
+            lambda: golden.run(sie.port),
+            lambda v: on_rebuilt(v, lambda ref: golden.run(ref.port)),
+        )
+        rps = interleaved(
+            cli,
+            case.const,
+            case.values,
+            REPS,
+            lambda: server.benchmark(sie.port, case.load),
+            lambda v: on_rebuilt(v, lambda ref: server.benchmark(ref.port, case.load)),
+        )
         status = json.loads(cli.status())
         cli.detach()
         after = golden.run(sie.port)
@@ -171,29 +165,14 @@ def retune(case: Case, stock: Path, work: Path) -> dict:
     finally:
         sie.stop()
         x.cleanup()
-    stock_rps = mean_ci95(rps[str(case.stock)]["rebuilt"])["mean"]
-    throughput = {}
-    for v, r in rps.items():
-        stats = {kind: {**mean_ci95(xs), "samples": xs} for kind, xs in r.items()}
-        for kind in stats:
-            stats[kind]["over_stock"] = round(stats[kind]["mean"] / stock_rps, 3)
-        stats["sie_over_rebuilt"] = round(stats["sie"]["mean"] / stats["rebuilt"]["mean"], 3)
-        throughput[v] = stats
     return {
         "stock_value": case.stock,
         "analysis": found,
-        "golden": {
-            "all_equal": all(c["equal"] for c in checks.values()),
-            "checked": len(checks),
-            "equal": sum(c["equal"] for c in checks.values()),
-            "values": checks,
-            "stock_before_attach": before,
-            "after_detach_equals_before": after == before,
-        },
+        "golden": golden_summary(checks, before, after),
         "throughput": {
             "load": "redis-benchmark " + " ".join(case.load),
             "repetitions": REPS,
-            "rps": throughput,
+            "rps": throughput(rps, case.stock),
             "stock_after_detach": {**mean_ci95(detached_rps), "samples": detached_rps},
         },
         "final_status": status,

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from real.redis.live import SieCli
+from real.retune import golden_checks, golden_summary, interleaved, throughput, with_process
 from real.zlib import golden, live, server
 from resultfile import write_result
 from xtune.sie import scope
@@ -33,6 +34,9 @@ SOURCES = [
     "experiments/real/zlib",
     "experiments/real/redis/live.py",
     "experiments/real/redis/server.py",
+    "experiments/real/debian-source.sh",
+    "experiments/real/retune.py",
+    "experiments/real/process.py",
     "tuner/xtune/sie",
     "runtime/sie",
     "runtime/xrtd",
@@ -45,10 +49,12 @@ LOAD_FILE = "text-256k.txt"
 
 
 def comparable(table: scope.ScopeTable) -> dict:
-    """The table without what differs between runs of one analysis (its time, the build's path)."""
+    """The table without what differs between runs of one analysis (its time, the paths)."""
     d = json.loads(table.to_json())
     d.pop("analysis_seconds")
     d["binary"].pop("path")
+    for c in d["consts"]:
+        c["source"].pop("file")  # relative to where the analysis ran
     return d
 
 
@@ -94,55 +100,40 @@ def main() -> None:
     x = Xrtd(work).start()
     sie = server.Server(stock, docroot, work / "sie-server")
     cli = SieCli(sie.pid, x.socket, env)
-    checks: dict[str, dict] = {}
-    rps: dict[str, dict[str, list[float]]] = {str(v): {"sie": [], "rebuilt": []} for v in VALUES}
     try:
         before = golden.run(sie.port, docroot)
         cli.attach(table)
-        for v in VALUES:
-            t0 = time.monotonic()
-            cli.set(live.CONST, v)
-            set_ms = (time.monotonic() - t0) * 1e3
-            got = golden.run(sie.port, docroot)
-            ref = server.Server(rebuilt[v], docroot, work / f"rebuilt-{v}")
-            try:
-                want = golden.run(ref.port, docroot)
-            finally:
-                ref.stop()
-            checks[str(v)] = {
-                "equal": got == want,
-                "sie": got,
-                "rebuilt": want,
-                "set_ms": round(set_ms, 1),
-                "analysis_build": v in found["analysis_values"],
-            }
-        for rep in range(REPS):
-            # Rotate the order so that no value always runs first (warm-up, other tenants' load).
-            order = VALUES[rep % len(VALUES) :] + VALUES[: rep % len(VALUES)]
-            for v in order:
-                cli.set(live.CONST, v)
-                rps[str(v)]["sie"].append(server.benchmark(sie.port, f"/{LOAD_FILE}", SECONDS))
-                ref = server.Server(rebuilt[v], docroot, work / f"rebuilt-{v}-{rep}")
-                try:
-                    rps[str(v)]["rebuilt"].append(server.benchmark(ref.port, f"/{LOAD_FILE}", SECONDS))
-                finally:
-                    ref.stop()
+        load = f"/{LOAD_FILE}"
+
+        def on_rebuilt(v, use):
+            return with_process(lambda: server.Server(rebuilt[v], docroot, work / f"rebuilt-{v}"), use)
+
+        checks = golden_checks(
+            cli,
+            live.CONST,
+            VALUES,
+            found["analysis_values"],
+            lambda: golden.run(sie.port, docroot),
+            lambda v: on_rebuilt(v, lambda ref: golden.run(ref.port, docroot)),
+        )
+        rps = interleaved(
+            cli,
+            live.CONST,
+            VALUES,
+            REPS,
+            lambda: server.benchmark(sie.port, load, SECONDS),
+            lambda v: on_rebuilt(v, lambda ref: server.benchmark(ref.port, load, SECONDS)),
+        )
         status = json.loads(cli.status())
         cli.detach()
         after = golden.run(sie.port, docroot)
-        detached_rps = [server.benchmark(sie.port, f"/{LOAD_FILE}", SECONDS) for _ in range(REPS)]
+        detached_rps = [server.benchmark(sie.port, load, SECONDS) for _ in range(REPS)]
     finally:
         sie.stop()
         x.cleanup()
-    stock_rps = mean_ci95(rps[str(STOCK)]["rebuilt"])["mean"]
-    throughput = {}
-    for v, r in rps.items():
-        stats = {kind: {**mean_ci95(xs), "samples": xs} for kind, xs in r.items()}
-        for kind in stats:
-            stats[kind]["over_stock"] = round(stats[kind]["mean"] / stock_rps, 3)
-        stats["sie_over_rebuilt"] = round(stats["sie"]["mean"] / stats["rebuilt"]["mean"], 3)
+    by_value = throughput(rps, STOCK)
+    for v, stats in by_value.items():
         stats["gzip_bytes"] = checks[v]["rebuilt"][LOAD_FILE]["gzip_bytes"]
-        throughput[v] = stats
     result = {
         "program": "nginx 1.22.1 (Debian 12 binary, one process, gzip level 6) with libz.so.1 built from "
         "Debian 12's zlib source package 1:1.2.13.dfsg-1 with the package's flags",
@@ -150,19 +141,12 @@ def main() -> None:
         "const": live.CONST,
         "stock_value": STOCK,
         "analysis": found,
-        "golden": {
-            "all_equal": all(c["equal"] for c in checks.values()),
-            "checked": len(checks),
-            "equal": sum(c["equal"] for c in checks.values()),
-            "values": checks,
-            "stock_before_attach": before,
-            "after_detach_equals_before": after == before,
-        },
+        "golden": golden_summary(checks, before, after),
         "throughput": {
             "load": f"wrk -t1 -c4 -d{SECONDS}s -H 'Accept-Encoding: gzip' /{LOAD_FILE}",
             "file_bytes": golden.FILES[LOAD_FILE],
             "repetitions": REPS,
-            "rps": throughput,
+            "rps": by_value,
             "stock_after_detach": {**mean_ci95(detached_rps), "samples": detached_rps},
         },
         "final_status": status,

@@ -7,6 +7,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from real.process import Started
+
 # No persistence, no protected mode: a scratch server whose only state is what the workload sets.
 ARGS = ["--save", "", "--appendonly", "no", "--bind", "127.0.0.1", "--enable-debug-command", "yes"]
 
@@ -17,7 +19,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class Server:
+class Server(Started):
     def __init__(self, binary: Path, workdir: Path) -> None:
         self.port = free_port()
         workdir.mkdir(parents=True, exist_ok=True)
@@ -48,14 +50,6 @@ class Server:
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"{binary} did not answer on port {self.port} within 10 s") from None
                 time.sleep(0.05)
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(timeout=30)
 
 
 def benchmark(port: int, args: list[str]) -> float:

@@ -4,11 +4,11 @@ libz.so.1 (LD_LIBRARY_PATH), and wrk against it."""
 from __future__ import annotations
 
 import re
-import socket
 import subprocess
 import time
 from pathlib import Path
 
+from real.process import Started
 from real.redis.server import free_port
 
 NGINX = "/usr/sbin/nginx"
@@ -40,14 +40,15 @@ http {{
 """
 
 
-class Server:
+class Server(Started):
     """nginx serving `docroot` with `libz` (a file, loaded as libz.so.1) in place of the system's."""
 
     def __init__(self, libz: Path, docroot: Path, workdir: Path) -> None:
         self.port = free_port()
         prefix = workdir / f"nginx-{self.port}"
-        (prefix / "tmp").mkdir(parents=True)
-        (prefix / "lib").mkdir()
+        (prefix / "tmp").mkdir(parents=True, exist_ok=True)
+        (prefix / "lib").mkdir(exist_ok=True)
+        (prefix / "lib" / "libz.so.1").unlink(missing_ok=True)
         (prefix / "lib" / "libz.so.1").symlink_to(libz.resolve())
         conf = prefix / "nginx.conf"
         conf.write_text(CONF.format(prefix=prefix, port=self.port, docroot=docroot.resolve()))
@@ -57,17 +58,16 @@ class Server:
             stdin=subprocess.DEVNULL,
             env={"LD_LIBRARY_PATH": str(prefix / "lib"), "PATH": "/usr/sbin:/usr/bin:/bin"},
         )
-        deadline = time.monotonic() + 10
-        while True:
+        # nginx writes its pid file once its listening sockets are bound, before it serves.
+        for _ in range(200):
+            if (prefix / "nginx.pid").exists():
+                break
             if self.proc.poll() is not None:
                 raise RuntimeError(f"nginx exited with {self.proc.returncode}: {self._log_tail()}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"nginx did not listen on port {self.port} within 10 s") from None
-                time.sleep(0.05)
+            time.sleep(0.05)
+        else:
+            self.stop()
+            raise RuntimeError(f"nginx wrote no pid file within 10 s: {self._log_tail()}")
         maps = Path(f"/proc/{self.pid}/maps").read_text()
         if str(libz.resolve()) not in maps:
             self.stop()
@@ -75,14 +75,6 @@ class Server:
 
     def _log_tail(self) -> str:
         return self.log.read_text()[-500:] if self.log.exists() else ""
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(timeout=30)
 
 
 def benchmark(port: int, path: str, seconds: int) -> float:
