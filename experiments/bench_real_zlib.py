@@ -41,8 +41,8 @@ SOURCES = [
     "runtime/sie",
     "runtime/xrtd",
 ]
-REPS = int(os.environ.get("XTUNE_ZLIB_REPS", "3"))
-SECONDS = int(os.environ.get("XTUNE_ZLIB_SECONDS", "5"))
+REPS = int(os.environ.get("XTUNE_ZLIB_REPS", "5"))
+SECONDS = int(os.environ.get("XTUNE_ZLIB_SECONDS", "8"))
 STOCK = 4096
 VALUES = [STOCK, 256, 1, 8192, 32]  # set live in this order; 256 and 32 no analysis build used
 LOAD_FILE = "text-256k.txt"
@@ -145,6 +145,7 @@ def main() -> None:
         "throughput": {
             "load": f"wrk -t1 -c4 -d{SECONDS}s -H 'Accept-Encoding: gzip' /{LOAD_FILE}",
             "file_bytes": golden.FILES[LOAD_FILE],
+            "seconds": SECONDS,
             "repetitions": REPS,
             "rps": by_value,
             "stock_after_detach": {**mean_ci95(detached_rps), "samples": detached_rps},
