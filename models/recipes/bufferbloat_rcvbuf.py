@@ -87,7 +87,7 @@ def start_flow(net: Bottleneck, bulk: str) -> subprocess.Popen[bytes]:
 
 
 def foreign_flows(own: int | None) -> int:
-    """Other xtune-bulk processes on the host (other engineers' demos and tests): their flows
+    """Other xtune-bulk processes on the host (a demo or a test running meanwhile): their flows
     enter the host-wide tcp.srtt.p99 this model reads."""
     count = 0
     for comm in Path("/proc").glob("[0-9]*/comm"):
@@ -253,8 +253,8 @@ def main() -> int:
         print("run as root: the recipe creates network namespaces and attaches BPF programs", file=sys.stderr)
         return 2
     OUT.mkdir(exist_ok=True)
-    # A private copy: uprobes attach to the file (inode), so other engineers' xtune-bulk runs on
-    # this shared host do not enter func.bulk_chunk.rate.
+    # A private copy: uprobes attach to the file (inode), so other xtune-bulk processes on
+    # the host do not enter func.bulk_chunk.rate.
     private = Path(tempfile.mkdtemp(prefix="xtune-recipe-"))
     bulk = str(private / "xtune-bulk")
     shutil.copy2(paths.binary("xtune-bulk"), bulk)
