@@ -84,6 +84,7 @@ def values(runs: list[dict], *path: str | int) -> list[float]:
 
 def tuning_summary(runs: list[dict], phase: str) -> dict[str, Any]:
     first = runs[0][phase]
+    kept = [r for r in runs if r[phase]["after"] is not None] or runs  # runs whose values were kept
     return {
         "objective": first["objective"],
         "objective_unit": first["objective_unit"],
@@ -102,9 +103,9 @@ def tuning_summary(runs: list[dict], phase: str) -> dict[str, Any]:
         "knobs": {
             name: {
                 "before": knob["before"],
-                "after_runs": [r[phase]["knobs"][name]["after"] for r in runs],
-                "after_min": min(r[phase]["knobs"][name]["after"] for r in runs),
-                "after_max": max(r[phase]["knobs"][name]["after"] for r in runs),
+                "after_runs": [r[phase]["knobs"][name]["after"] for r in kept],
+                "after_min": min(r[phase]["knobs"][name]["after"] for r in kept),
+                "after_max": max(r[phase]["knobs"][name]["after"] for r in kept),
             }
             for name, knob in first["knobs"].items()
         },
