@@ -8,10 +8,12 @@
  * "returns_in_safe N" (how many return addresses lie inside the safe spans; unknown if absent).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sie.h"
 
@@ -250,10 +252,17 @@ int sie_state_write(const char *path, const struct sie_state *s, char err[SIE_ER
 {
 	char tmp[SIE_PATH_LEN + 8];
 	FILE *f;
+	int fd;
 
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	f = fopen(tmp, "w");
+	/* A new file of our own: a link or another's file planted at the temporary name is refused.
+	 */
+	unlink(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	f = fd < 0 ? NULL : fdopen(fd, "w");
 	if (!f) {
+		if (fd >= 0)
+			close(fd);
 		snprintf(err, SIE_ERR_LEN, "state %s: %s", tmp, strerror(errno));
 		return -1;
 	}

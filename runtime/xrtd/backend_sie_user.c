@@ -277,11 +277,17 @@ static int copy_plan(struct sie_engine *e, char err[XRTD_ERR_LEN])
 	char buf[8192];
 	FILE *in = fopen(e->plan, "r"), *out;
 	size_t n;
+	int fd;
 
 	if (!in)
 		return xrtd_errf(err, errno, "sie-user plan %s: %s", e->plan, strerror(errno));
-	out = fopen(e->own, "w");
+	/* A new file of our own: a link or another's file planted at its name is refused. */
+	unlink(e->own);
+	fd = open(e->own, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	out = fd < 0 ? NULL : fdopen(fd, "w");
 	if (!out) {
+		if (fd >= 0)
+			close(fd);
 		fclose(in);
 		return xrtd_errf(err, errno, "sie-user %s: %s", e->own, strerror(errno));
 	}

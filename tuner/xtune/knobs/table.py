@@ -88,7 +88,8 @@ class KnobTable:
 
     def __init__(self, shm_name: str = paths.KNOBS_SHM) -> None:
         path = f"/dev/shm/{shm_name}"
-        fd = os.open(path, os.O_RDWR)
+        # Never through a link: a link planted in /dev/shm would have the tuner write elsewhere.
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
             self._mm = mmap.mmap(fd, KNOB_TABLE_SIZE)
         finally:
