@@ -1,6 +1,7 @@
-"""Benchmark of several hosts: trials per hour on 1, 2 and 4 simulated hosts with the same
-workload and trial length, and the round trip of a set + commit through xrtd-bridge (ZeroMQ CURVE
-over TCP on a veth) against xrtd's local unix socket.
+"""Benchmark of several hosts: trials per hour on 1, 2, 4 and 8 simulated hosts with the same
+workload and trial length, the round trip of a set + commit through xrtd-bridge (ZeroMQ CURVE
+over TCP on a veth) against xrtd's local unix socket, and the signals' fan-in: 8 hosts' xobserve
+publishing 1 ms frames (CURVE, TCP) to one subscriber process, one reader thread per host.
 
 Hosts are network namespaces on this machine, each with its own xrtd and bridge
 (`xtune.testing.fleet`); the workload is experiments/fleet/sysctl-score.yaml, a fixed-length
@@ -8,7 +9,10 @@ measurement (`--measure-s`) that scores the host's own sysctls, so the figure is
 Trials per hour = trials completed / (last trial's end - first trial's start), per run; runs are
 repeated (`--reps`) and given as mean ± 95 % CI. Round trips: `--samples` transactions each
 (begin, set, commit: three requests), local and bridge interleaved, p50/p99 with distribution-free
-95 % CIs (order statistics).
+95 % CIs (order statistics). Fan-in: microseconds from a frame's window end (CLOCK_MONOTONIC, the
+same clock on every simulated host) to the decoded frame in the subscriber's hand, over every
+host's frames closed in `--fan-in-s` seconds after a second of draining, p50/p99 with CIs, and
+frames lost (sequence gaps).
 
 Writes experiments/results/fleet.json. Needs root and `make build`.
 """
@@ -16,8 +20,10 @@ Writes experiments/results/fleet.json. Needs root and `make build`.
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -29,13 +35,15 @@ from xtune.config import load, load_hosts
 from xtune.hosts.bridge import BridgeClient
 from xtune.hosts.coordinator import run_fleet
 from xtune.knobs.table import KnobClient
+from xtune.signals.frames import ZmqFrameReader
 from xtune.testing.fleet import SimulatedFleet
 from xtune.testing.stats import mean_ci95
 from xtune.trials.store import Store
 from xtune.tuning.metrics import Metrics
 
 SLO = paths.ROOT / "experiments/fleet/sysctl-score.yaml"
-HOST_COUNTS = (1, 2, 4)
+HOST_COUNTS = (1, 2, 4, 8)
+FAN_IN_HOSTS = 8
 
 
 def quantile_ci(samples: list[float], q: float) -> dict[str, float]:
@@ -75,6 +83,56 @@ def round_trips(root: Path, samples: int) -> dict[str, Any]:
     return out
 
 
+def fan_in(root: Path, hosts: int, seconds: float) -> dict[str, Any]:
+    """Every host's 1 ms frames into one process: latency from window end to frame in hand."""
+    with SimulatedFleet(root, hosts) as fleet:
+        # mem: a family whose tracepoints rarely fire, so eight observers load the machine little.
+        readers = [
+            ZmqFrameReader(h.observe("--families", "mem", "--window-ms", "1"), curve=h.client_keys())
+            for h in fleet.hosts
+        ]
+        for reader, host in zip(readers, fleet.hosts, strict=True):
+            if reader.poll(30) is None:
+                raise RuntimeError(f"{host.name}: no frame from xobserve within 30 s")
+        per_host: list[list[float]] = [[] for _ in readers]
+        # Frames queued while the readers were checked one by one are drained, not measured.
+        measured_from_ns = time.monotonic_ns() + 1_000_000_000
+        end = time.monotonic() + 1 + seconds
+
+        def consume(reader: ZmqFrameReader, out: list[float]) -> None:
+            while time.monotonic() < end:
+                frame = reader.poll(5)
+                if frame is None:
+                    raise RuntimeError(f"{reader.endpoint}: no frame within 5 s")
+                if frame.window_end_ns >= measured_from_ns:
+                    out.append((time.monotonic_ns() - frame.window_end_ns) / 1e3)
+
+        threads = [threading.Thread(target=consume, args=rx) for rx in zip(readers, per_host, strict=True)]
+        gc.disable()  # a latency-minded consumer does not let the collector pause it mid-stream
+        try:
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        finally:
+            gc.enable()
+        lost = sum(r.stats.lost for r in readers)
+        for r in readers:
+            r.close()
+    xs = [x for out in per_host for x in out]
+    return {
+        "hosts": hosts,
+        "window_ms": 1,
+        "seconds": seconds,
+        "unit": "us",
+        "frames": len(xs),
+        "frames_per_host": [len(out) for out in per_host],
+        "lost": lost,
+        "p50": quantile_ci(xs, 0.5),
+        "p99": quantile_ci(xs, 0.99),
+    }
+
+
 def trials_per_hour(root: Path, hosts: int, per_host: int, measure_s: float) -> float:
     slo = load(SLO, {"MEASURE_S": str(measure_s), "BUDGET": str(hosts * per_host)})
     starts: list[float] = []
@@ -100,11 +158,14 @@ def main() -> None:
     ap.add_argument("--trials-per-host", type=int, default=6)
     ap.add_argument("--measure-s", type=float, default=1.0)
     ap.add_argument("--samples", type=int, default=2000)
+    ap.add_argument("--fan-in-s", type=float, default=10.0)
     args = ap.parse_args()
     started = time.time()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         rtt = round_trips(root / "rtt", args.samples)
+        signals = fan_in(root / "fan-in", FAN_IN_HOSTS, args.fan_in_s)
+        print(f"fan-in: {FAN_IN_HOSTS} hosts, p99 {signals['p99']['value']:.0f} us", flush=True)
         rates: dict[int, list[float]] = {n: [] for n in HOST_COUNTS}
         for rep in range(args.reps):  # interleaved: drift on the shared host hits every count alike
             for n in HOST_COUNTS:
@@ -128,6 +189,7 @@ def main() -> None:
         },
         "trials_per_hour": scaling,
         "set_commit_round_trip": rtt,
+        "signals_fan_in": signals,
         "runtime_s": time.time() - started,
     }
     sources = [
@@ -136,6 +198,7 @@ def main() -> None:
         "runtime/bridge/main.c",
         "runtime/bridge/peer.c",
         "runtime/bridge/bridge.h",
+        "runtime/bridge/trust.c",
         "lib/zmq_curve/keys.c",
         "lib/zmq_curve/zap.c",
         "lib/zmq_curve/serve.c",
@@ -147,6 +210,11 @@ def main() -> None:
         "tuner/xtune/tuning/loop.py",
         "tuner/xtune/tuning/bench_loop.py",
         "tuner/xtune/testing/fleet.py",
+        "tuner/xtune/signals/frames.py",
+        "tuner/xtune/signals/curve.py",
+        "include/xtune/signal.h",
+        # xobserve, for the fan-in: observers/ without its README (as the observers benchmark).
+        *sorted(f"observers/{p.name}" for p in (paths.ROOT / "observers").iterdir() if p.name != "README.md"),
     ]
     print(write_result("fleet", result, sources))
 

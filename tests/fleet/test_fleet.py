@@ -3,6 +3,7 @@ CURVE: refusals, a host lost mid-trial, and a coordinator killed with SIGKILL.""
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import subprocess
@@ -229,6 +230,9 @@ def test_a_killed_coordinator_resumed_ends_with_the_full_budget(fleet, store_url
     measured = [t.params for t in before]
     assert not [t.params for t in after[len(before) :] if t.params in measured], [t.params for t in after]
     assert len(store.experiments()) == 1  # continued, not a second run
+    ended = store.experiment(run.id)  # the best is chosen among the trials of both coordinators
+    assert ended is not None and ended.result is not None
+    assert ended.result["best"] == max(after, key=lambda t: t.objective or -math.inf).params
     assert [h.sysctl(SOMAXCONN) for h in f.hosts] == original
     again = coordinator(f, db, budget, "--resume", str(run.id))
     out, _ = again.communicate(timeout=60)

@@ -18,6 +18,7 @@ stored, so they are suggested again rather than lost.
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -28,13 +29,13 @@ from xtune.config.hosts import Host, HostsFile
 from xtune.config.schema import SloFile
 from xtune.hosts.bridge import BridgeClient
 from xtune.knobs.actuator import Actuator
-from xtune.knobs.table import KnobError
+from xtune.knobs.table import KnobError, KnobRefused
 from xtune.policies import make_policy
 from xtune.policies.base import Outcome, TrialPolicy
 from xtune.signals.curve import ClientKeys, CurveError
 from xtune.trials.store import Store, StoredTrial
-from xtune.tuning.bench_loop import BenchRunner, NoFrames, SkipFailed
-from xtune.tuning.loop import TrialResult
+from xtune.tuning.bench_loop import BenchRunner, NoFrames
+from xtune.tuning.loop import Summary, TrialFailed, TrialResult
 from xtune.tuning.metrics import Metrics
 
 LEASE_MS = 1000
@@ -214,13 +215,14 @@ def run_fleet(
     offset = 0
     if stored:  # the attached trials took the policy's first indices
         offset = max(t.index for t in stored) + 1 - inner.warm_started  # type: ignore[attr-defined]
-    policy = SkipFailed(inner)
+    policy = inner
     shared = _SharedPolicy(policy, offset)
     try:
         _each(live, lambda run: _trials(run, _HostPolicy(shared, run.host.name), report))
     finally:
         policy.close()
-    best = live[0].runner.best([t for r in runs for t in r.trials])
+    runner = live[0].runner
+    best = runner.best(_as_results(runner, stored) + [t for r in runs for t in r.trials])
     for run in runs:
         if run.runner is not None:
             with contextlib.suppress(KnobError, OSError):
@@ -259,6 +261,24 @@ def resumable(store: Store, run: int, slo: SloFile, config: dict[str, Any]) -> l
     return stored
 
 
+def _as_results(runner: HostRunner, stored: list[StoredTrial]) -> list[TrialResult]:
+    """The trials a resumed run stored before, as results: its best is chosen among them too."""
+    out = []
+    for t in stored:
+        if t.objective is None:  # failed: no measurement
+            continue
+        slo = {i: (math.nan, math.nan) for i in range(len(runner.lines))}
+        for i, mean_sem in t.metrics.get("slo", {}).items():
+            slo[int(i)] = tuple(math.nan if v is None else float(v) for v in mean_sem)  # type: ignore[assignment]
+        sem = math.nan if t.objective_sem is None else t.objective_sem
+        summary = Summary(t.objective, sem, slo, int(t.metrics.get("windows", 0)))
+        kept = t.status == "completed"  # else the guard rolled it back
+        out.append(
+            TrialResult(t.index, t.params, summary, kept, not kept, meets_slo=kept and runner._holds(summary))
+        )
+    return out
+
+
 def _each(runs: list[HostRun], fn: Callable[[HostRun], None]) -> None:
     threads = [threading.Thread(target=fn, args=(r,), name=f"xtune-{r.host.name}") for r in runs]
     for t in threads:
@@ -282,7 +302,10 @@ def _trials(run: HostRun, policy: _HostPolicy, report: FleetProgress) -> None:
             began = time.time()
             try:
                 done = runner.trial(policy, index, params)
-            except Exception as e:  # noqa: BLE001 - any failure ends this host's run, with its reason
+            except (TrialFailed, KnobRefused) as e:  # this trial only: the host answered
+                runner.failed(policy, index, params, f"host {run.host.name}: {e}", began)
+                continue
+            except Exception as e:  # noqa: BLE001 - any other failure ends this host's run, with its reason
                 reason = f"host {run.host.name}: {e}"
                 try:
                     runner.store.add_trial(

@@ -28,6 +28,7 @@ from xtune.host import netns
 from xtune.signals.curve import ClientKeys
 
 BRIDGE_PORT = 7207
+OBSERVER_PORT = 5557
 
 
 class SimulatedHost:
@@ -43,6 +44,9 @@ class SimulatedHost:
         self._veth = (f"xr{tag}{index}"[:15], f"xh{tag}{index}"[:15], f"10.{subnet}.{index}.1")
         self.xrtd: subprocess.Popen[bytes] | None = None
         self.bridge_proc: subprocess.Popen[bytes] | None = None
+        self.observer: subprocess.Popen[bytes] | None = None
+        self.signals = f"tcp://{self.addr}:{OBSERVER_PORT}"
+        self._signals_shm = f"xtsignals-{tag}-{index}"
 
     def create(self) -> SimulatedHost:
         self.dir.mkdir(parents=True)
@@ -84,6 +88,15 @@ class SimulatedHost:
         )  # fmt: skip
         self._wait(self.bridge_proc, "xrtd-bridge", lambda: b"serving" in log.read_bytes()[seen:])
         return self
+
+    def observe(self, *args: str) -> str:
+        """Start xobserve in the host's namespace, publishing on the host's address with CURVE
+        (the bridge's keys: the same client is authorized); returns the PUB endpoint."""
+        self.observer = self._spawn(
+            "xobserve", "--zmq", self.signals, "--zmq-curve", str(self.keys_dir), "--shm", self._signals_shm,
+            *args,
+        )  # fmt: skip
+        return self.signals
 
     def _wait(self, proc: subprocess.Popen[bytes], name: str, ready: object) -> None:
         deadline = time.monotonic() + 10
@@ -128,7 +141,7 @@ class SimulatedHost:
                 proc.wait()
 
     def close(self) -> None:
-        for proc in (self.bridge_proc, self.xrtd):
+        for proc in (self.observer, self.bridge_proc, self.xrtd):
             if proc is not None and proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
                 try:
@@ -137,8 +150,9 @@ class SimulatedHost:
                     proc.kill()
                     proc.wait()
         subprocess.run(["ip", "netns", "del", self.netns], check=False, capture_output=True)
-        if os.path.exists(f"/dev/shm/{self.shm}"):
-            os.unlink(f"/dev/shm/{self.shm}")
+        for shm in (self.shm, self._signals_shm):
+            if os.path.exists(f"/dev/shm/{shm}"):
+                os.unlink(f"/dev/shm/{shm}")
 
 
 class SimulatedFleet:

@@ -38,6 +38,7 @@ MIGRATIONS = Path(__file__).with_name("migrations")
 UNVERSIONED_TABLES = {"experiments", "trials", "measurements", "decisions", "rollbacks"}
 # The advisory lock a PostgreSQL store's upgrade holds (SQLite's is the database's write lock).
 PG_UPGRADE_LOCK = 0x78747374  # "xtst"
+SQLITE_BUSY_S = 30.0
 
 
 class StoreError(Exception):
@@ -162,7 +163,12 @@ class Store:
     def __init__(self, url: str) -> None:
         self.url = url
         # pre-ping: a connection the server dropped (PostgreSQL restarted) is replaced, not used.
-        self.engine = create_engine(url, json_serializer=_json_dumps, pool_pre_ping=True)
+        # SQLite: a writer waits for the file's lock up to 30 s (Python's default is 5): a run on
+        # eight hosts writes from eight threads, and on a loaded machine 5 s was too short.
+        connect_args = {"timeout": SQLITE_BUSY_S} if url.startswith("sqlite") else {}
+        self.engine = create_engine(
+            url, json_serializer=_json_dumps, pool_pre_ping=True, connect_args=connect_args
+        )
         where = self.engine.url.render_as_string(hide_password=True)
         try:
             with self.engine.begin() as conn:
