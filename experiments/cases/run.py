@@ -118,7 +118,7 @@ def run_case(
             allow = ["sysctl:net.*"] + [f"sysctl:{k}*" for k in keys if not k.startswith("net.")]
             svc = stack.enter_context(Services(families=[], observe=False, allow=allow))
             bo: dict[str, Any] = {"trials": 0, "result": None}
-            best = None
+            best = kept = None
             if with_bo:
                 log(f"{case.name}: xtune BO, budget {budget}")
                 bo = tune_bo(case, variables, svc.xrtd_socket, work, log)
@@ -126,8 +126,13 @@ def run_case(
             xtune = Contender(
                 "xtune-bo", f"{case.bo_file.name}: best of {bo['trials']} trials, measured again"
             )
+            if with_bo:
+                kept = (bo["result"] or {}).get("kept_original")
             if best:
                 xtune.settings = {bo_targets[n]: best_value(bo_slo.knob(n), v) for n, v in best.items()}
+                contenders.append(xtune)
+            elif kept:  # xtune's answer is the defaults: no trial beat them when measured again
+                xtune.source = f"{case.bo_file.name}: kept the defaults ({kept})"
                 contenders.append(xtune)
             after_bo = defaults_of(targets, place.netns)
             knobs = knobs_for(targets, place.netns)
@@ -158,7 +163,7 @@ def run_case(
     finally:
         stack.close()
         shutil.rmtree(work, ignore_errors=True)
-    if not best and with_bo:
+    if not best and not kept and with_bo:
         missing.append("xtune-bo: no trial met the SLO")
     out: dict[str, Any] = {
         "objective": bo_slo.objective.expression,

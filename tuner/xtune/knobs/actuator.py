@@ -75,6 +75,12 @@ class Actuator:
         self.client.good(self.registered)
         self.good = dict(self.current)
 
+    def restore_original(self, reason: str) -> dict[str, Any]:
+        """Back to the values found at registration (outside the knobs' ranges too); returns them."""
+        for knob in self.client.rollback(self.registered, to="original", reason=reason):
+            self.current[knob["name"]] = applied_value(knob)
+        return dict(self.current)
+
     def rollback(self, reason: str) -> dict[str, Any]:
         """Back to the last good values through xrtd; returns them."""
         for knob in self.client.rollback(self.registered, to="good", reason=reason):

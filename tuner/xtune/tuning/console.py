@@ -132,6 +132,8 @@ class Progress:
             c.print(f"{text} {status}", highlight=False)
         elif event == "failed":
             c.print(f"[red]trial {data['index']} failed[/]: {data['reason']}", highlight=False)
+        elif event == "kept":
+            c.print(f"[yellow]no gain[/]: {data['reason']}", highlight=False)
         elif event == "rollback":
             c.print(f"[red]rollback[/] after {data['windows']} window(s): {data['reason']}", highlight=False)
         elif event == "warn":

@@ -229,6 +229,9 @@ class RunResult:
     lines: list[str]
     objective_text: str
     sign: float
+    # Set when the best trial, measured again, was no better than the start: the original values
+    # were put back (a tuner must never leave the system worse than it found it).
+    kept_original: str | None = None
 
     @property
     def gain(self) -> float | None:
@@ -474,11 +477,13 @@ class Runner:
         self.pump.start()
         original = dict(self.actuator.current)
         before = self.baseline()
+        start = dict(self.actuator.current)  # what the baseline measured (the file's defaults, if any)
         self.pump.tree_paused_until = 0.0
         trials: list[TrialResult] = []
         suggest_seconds: list[float] = []
         best: dict[str, Any] | None = None
         after: Summary | None = None
+        kept_original: str | None = None
         if self.tree is not None:
             after = self._run_tree()
         else:
@@ -509,6 +514,18 @@ class Runner:
                 if bad:
                     self.actuator.rollback("guard: the best values broke the SLO when measured again")
                     after, best = None, None
+                elif not self.slo.objective.sign * (after.objective - before.objective) > 0:
+                    kept_original = (
+                        f"the best trial ({best}) measured again gave {after.objective:.4g}, "
+                        f"no better than the start's {before.objective:.4g}: the start's values are kept"
+                    )
+                    if start == original:  # a value found on the system may lie outside the range
+                        self.actuator.restore_original("final: no gain over the start")
+                        self.store.add_decision(self.experiment_id, "final", start, "no gain over the start")
+                    else:
+                        self.apply(start, "final: no gain over the start", "final", None)
+                    self.progress("kept", {"reason": kept_original})
+                    after, best = None, None
         result = RunResult(
             self.experiment_id,
             original,
@@ -521,6 +538,7 @@ class Runner:
             [line.text for line in self.lines],
             self.slo.objective.expression,
             self.slo.objective.sign,
+            kept_original,
         )
         self.store.update_experiment(
             self.experiment_id,
@@ -529,6 +547,7 @@ class Runner:
                 "before": before.objective,
                 "after": after.objective if after else None,
                 "gain": result.gain,
+                "kept_original": kept_original,
             },
         )
         return result
