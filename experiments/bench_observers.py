@@ -89,6 +89,8 @@ class Xobserve:
         deadline = time.monotonic() + 60
         while not Path(f"/dev/shm/{self.shm}").exists():
             if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.proc.kill()  # a daemon that did not start in time is not left running
+                self.proc.wait()
                 raise RuntimeError(
                     f"xobserve did not start: {self.proc.stderr.read() if self.proc.stderr else ''}"
                 )
