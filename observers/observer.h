@@ -21,9 +21,12 @@
 
 /* Command-line settings a family may need. */
 struct xt_options {
-	int block_major, block_minor;	 /* block: only this device; -1 = every device */
-	int target_pid;			 /* syscall, sched, func: 0 = every process */
-	const char *target_comm;	 /* syscall, sched, func: NULL = every command */
+	int block_major, block_minor; /* block: only this device; -1 = every device */
+	int target_pid;		      /* syscall, sched, func: 0 = every process */
+	const char *target_comm;      /* syscall, sched, func: NULL = every command */
+	uint64_t target_cgroup;	      /* sched target: this cgroup v2's id; 0 = none */
+	uint32_t netns_ino;	      /* tcp: sockets of this network namespace only; 0 = all */
+	int port;		      /* tcp: connections with this local or remote port; 0 = all */
 	const char *funcs[XT_MAX_FUNCS]; /* func: "BINARY:FUNCTION[:argN[/32]=NAME]..." */
 	int nr_funcs;
 };

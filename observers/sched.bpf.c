@@ -11,6 +11,7 @@ char LICENSE[] SEC("license") = "GPL";
 
 const volatile __u32 target_tgid = 0;	  /* 0: no target process */
 const volatile char target_comm[16] = {}; /* "": no target command */
+const volatile __u64 target_cgroup = 0;	  /* a cgroup v2 id; 0: no target cgroup */
 
 struct sched_stats stats[XT_MAX_CPUS];
 struct sched_cpu cpus[XT_MAX_CPUS];
@@ -52,6 +53,8 @@ static __always_inline bool is_target(struct task_struct *t)
 {
 	char comm[16];
 
+	if (target_cgroup)
+		return BPF_CORE_READ(t, cgroups, dfl_cgrp, kn, id) == target_cgroup;
 	if (target_tgid)
 		return BPF_CORE_READ(t, tgid) == target_tgid;
 	if (!target_comm[0])

@@ -36,13 +36,14 @@ static int sched_start(const struct xt_options *opt)
 	if (!skel)
 		return -errno;
 	skel->rodata->target_tgid = opt->target_pid;
+	skel->rodata->target_cgroup = opt->target_cgroup;
 	if (opt->target_comm)
 		strncpy((char *)skel->rodata->target_comm, opt->target_comm,
 			sizeof(skel->rodata->target_comm) - 1);
 	err = sched_bpf__load(skel) ?: sched_bpf__attach(skel);
 	if (err)
 		return err;
-	target = opt->target_pid || opt->target_comm;
+	target = opt->target_pid || opt->target_comm || opt->target_cgroup;
 	id_switches = xt_signal_add("sched.switches", "switches", "counter", "raw_tp:sched_switch");
 	id_wakeups = xt_signal_add("sched.wakeups", "wakeups", "counter", "raw_tp:sched_wakeup");
 	id_runq = xt_quantiles_add("sched.runq_latency", "us", src);

@@ -15,6 +15,8 @@
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <bpf/libbpf.h>
 
 #include "observer.h"
@@ -73,6 +75,11 @@ static const char usage_text[] =
 	"  --block-dev MAJ:MIN    block family: only this device\n"
 	"  --pid PID, --comm NAME syscall, func (and sched target) families: only this\n"
 	"                         process or command\n"
+	"  --cgroup PATH          sched target: the tasks of this cgroup (v2; PATH under\n"
+	"                         /sys/fs/cgroup or absolute)\n"
+	"  --netns NAME|PATH      tcp family: only sockets of this network namespace\n"
+	"                         (a name under /run/netns, or e.g. /proc/PID/ns/net)\n"
+	"  --port N               tcp family: only connections with this local or remote port\n"
 	"  --func BINARY:FUNCTION[:argN[/32]=NAME]...\n"
 	"                         func family: uprobe this function (up to 8 times), with\n"
 	"                         the window mean and max of integer argument N (0..4;\n"
@@ -129,6 +136,33 @@ static void parse_families(struct settings *s, const char *list)
 	}
 }
 
+/* The inode of a network namespace given by name (/run/netns/NAME) or path. */
+static uint32_t netns_inode(const char *arg)
+{
+	char path[512];
+	struct stat st;
+
+	snprintf(path, sizeof(path), strchr(arg, '/') ? "%s" : "/run/netns/%s", arg);
+	if (stat(path, &st))
+		die_usage("--netns %s: %s: %s", arg, path, strerror(errno));
+	return (uint32_t)st.st_ino;
+}
+
+/* A cgroup v2 directory's id (its inode number), by path under /sys/fs/cgroup or absolute. */
+static uint64_t cgroup_id(const char *arg)
+{
+	char path[512];
+	struct statfs fs;
+	struct stat st;
+
+	snprintf(path, sizeof(path), arg[0] == '/' ? "%s" : "/sys/fs/cgroup/%s", arg);
+	if (stat(path, &st) || statfs(path, &fs))
+		die_usage("--cgroup %s: %s: %s", arg, path, strerror(errno));
+	if (!S_ISDIR(st.st_mode) || fs.f_type != 0x63677270 /* CGROUP2_SUPER_MAGIC */)
+		die_usage("--cgroup %s: %s is not a cgroup v2 directory", arg, path);
+	return st.st_ino;
+}
+
 static double parse_number(const char *opt, const char *arg, double min, double max)
 {
 	char *end;
@@ -159,6 +193,9 @@ static void parse_args(int argc, char **argv, struct settings *s)
 		{"zmq-keygen", required_argument, 0, 'K'},
 		{"pid", required_argument, 0, 'p'},
 		{"comm", required_argument, 0, 'c'},
+		{"cgroup", required_argument, 0, 'g'},
+		{"netns", required_argument, 0, 'n'},
+		{"port", required_argument, 0, 'P'},
 		{"func", required_argument, 0, 'F'},
 		{"block-dev", required_argument, 0, 'b'},
 		{"rt-priority", required_argument, 0, 'R'},
@@ -214,6 +251,15 @@ static void parse_args(int argc, char **argv, struct settings *s)
 			break;
 		case 'c':
 			s->opt.target_comm = optarg;
+			break;
+		case 'g':
+			s->opt.target_cgroup = cgroup_id(optarg);
+			break;
+		case 'n':
+			s->opt.netns_ino = netns_inode(optarg);
+			break;
+		case 'P':
+			s->opt.port = parse_number("--port", optarg, 1, 65535);
 			break;
 		case 'F':
 			if (s->opt.nr_funcs == XT_MAX_FUNCS)
