@@ -118,7 +118,7 @@ def run_adaptive_phase(out: Path, short: bool, console: Console) -> AdaptivePhas
         plan.write_text(eng.plan_text(table, [CONST]))
         server = Server(binary)
         try:
-            with Services(["func"], funcs=probes(binary), window_ms=1) as svc:
+            with Services(["func"], funcs=probes(binary), window_ms=1, pid=server.proc.pid) as svc:
                 console.print(
                     f"\n[bold]xtune demo, adaptive phase[/]: dataplane server pid {server.proc.pid} "
                     f"({CONST} = {compiled} compiled in); sweep {len(grid)} values x {len(regimes)} "

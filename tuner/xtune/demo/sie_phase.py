@@ -123,7 +123,8 @@ def run_sie_phase(out: Path, store: Store, short: bool, budget: int | None, cons
         plan.write_text(eng.plan_text(table, [CONST]))
         server = Server(binary)
         try:
-            with Services(["func"], funcs=[f"{binary}:{PROBE}", f"{binary}:{SERVED}"]) as svc:
+            funcs = [f"{binary}:{PROBE}", f"{binary}:{SERVED}"]
+            with Services(["func"], funcs=funcs, pid=server.proc.pid) as svc:
                 slo = sie_slo(server.proc.pid, plan, server.port, budget, short)
                 console.print(
                     f"\n[bold]xtune demo, SIE phase[/]: dataplane server pid {server.proc.pid} "

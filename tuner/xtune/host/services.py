@@ -34,6 +34,9 @@ class Services:
     observe: bool = True  # False: xrtd alone (a job whose windows come from a benchmark's output)
     allow: list[str] = field(default_factory=list)  # xrtd --allow BACKEND:GLOB (replaces its defaults)
     rt_priority: int = 0  # SCHED_FIFO for xrtd's watcher and xobserve's window loop, 0 = short slices
+    # Only this process in the func family: uprobes sit on the binary's file, so another process
+    # running the same binary (a second server, another demo) would enter the signals too.
+    pid: int = 0
     tag: str = field(default_factory=lambda: f"xtune-{os.getpid()}-{os.urandom(3).hex()}")
     dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="xtune-svc-")))
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
@@ -91,6 +94,8 @@ class Services:
         args += ["--shm", self.signals_shm, "--zmq", f"tcp://127.0.0.1:{free_port()}"]
         for f in self.funcs:
             args += ["--func", f]
+        if self.pid:
+            args += ["--pid", str(self.pid)]
         xobserve = self._spawn("xobserve", args + self._rt_args())
         self._wait_for(Path("/dev/shm") / self.signals_shm, xobserve, "xobserve")
 
