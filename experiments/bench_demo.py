@@ -117,10 +117,11 @@ def tuning_summary(runs: list[dict], phase: str) -> dict[str, Any]:
 
 def summary(runs: list[dict]) -> dict[str, Any]:
     sie = tuning_summary(runs, "sie")
-    # The client's own p50: first entry the compiled value, second the chosen one.
+    # The client's own p50: first entry the compiled value, second the chosen one (runs that kept one).
+    kept = [r for r in runs if r["sie"]["after"] is not None and len(r["sie"]["client_p50_us"]) == 2]
     sie["client_p50_us"] = {
         "compiled": mean_ci95(values(runs, "sie", "client_p50_us", 0, "p50_us")),
-        "chosen": mean_ci95([r["sie"]["client_p50_us"][-1]["p50_us"] for r in runs]),
+        "chosen": mean_ci95([r["sie"]["client_p50_us"][1]["p50_us"] for r in kept]),
     }
     sie["text_restored_runs"] = sum(r["sie"]["text_restored"] for r in runs)
     adaptive: dict[str, Any] = {

@@ -75,8 +75,8 @@ static const char usage_text[] =
 	"  --block-dev MAJ:MIN    block family: only this device\n"
 	"  --pid PID, --comm NAME syscall, func (and sched target) families: only this\n"
 	"                         process or command\n"
-	"  --cgroup PATH          sched target: the tasks of this cgroup (v2; PATH under\n"
-	"                         /sys/fs/cgroup or absolute)\n"
+	"  --cgroup PATH          sched target: the tasks directly in this cgroup (v2; PATH\n"
+	"                         under /sys/fs/cgroup or absolute), not --pid/--comm's\n"
 	"  --netns NAME|PATH      tcp family: only sockets of this network namespace\n"
 	"                         (a name under /run/netns, or e.g. /proc/PID/ns/net)\n"
 	"  --port N               tcp family: only connections with this local or remote port\n"
@@ -140,11 +140,18 @@ static void parse_families(struct settings *s, const char *list)
 static uint32_t netns_inode(const char *arg)
 {
 	char path[512];
+	struct statfs fs;
 	struct stat st;
 
 	snprintf(path, sizeof(path), strchr(arg, '/') ? "%s" : "/run/netns/%s", arg);
-	if (stat(path, &st))
+	if (stat(path, &st) || statfs(path, &fs))
 		die_usage("--netns %s: %s: %s", arg, path, strerror(errno));
+	/* Any other file has an inode too, which no socket would match: every signal would read 0.
+	 */
+	if (fs.f_type != 0x6e736673 /* NSFS_MAGIC */)
+		die_usage("--netns %s: %s is not a network namespace (a name under /run/netns, or "
+			  "/proc/PID/ns/net)",
+			  arg, path);
 	return (uint32_t)st.st_ino;
 }
 
@@ -313,6 +320,15 @@ static void parse_args(int argc, char **argv, struct settings *s)
 			s->selected[i] = (strcmp(families[i]->name, "func") || s->opt.nr_funcs) &&
 					 (strcmp(families[i]->name, "syscall") ||
 					  s->opt.target_pid || s->opt.target_comm);
+	/* A filter for a family that does not run would change nothing: say so instead. */
+	for (i = 0; i < NR_FAMILIES; i++) {
+		if (!strcmp(families[i]->name, "tcp") && !s->selected[i] &&
+		    (s->opt.netns_ino || s->opt.port))
+			die_usage(
+				"--netns and --port filter the tcp family, which is not selected");
+		if (!strcmp(families[i]->name, "sched") && !s->selected[i] && s->opt.target_cgroup)
+			die_usage("--cgroup sets the sched family's target, which is not selected");
+	}
 }
 
 /* libbpf's messages are kept (not printed) so that a failure can show the verifier log's tail. */

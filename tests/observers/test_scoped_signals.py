@@ -139,3 +139,19 @@ def test_sched_target_is_a_cgroup(start_observer, uprobe_target):
                 except OSError:
                     assert time.monotonic() < deadline, f"{d} still has tasks"
                     time.sleep(0.05)
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--netns", "/run"], "is not a network namespace"),
+        (["--netns", "no-such-namespace"], "/run/netns/no-such-namespace"),
+        (["--families", "sched", "--port", "80"], "filter the tcp family, which is not selected"),
+        (["--families", "tcp", "--cgroup", "CGROUP2"], "which is not selected"),
+        (["--cgroup", "/tmp"], "is not a cgroup v2 directory"),
+    ],
+)
+def test_scopes_that_would_change_nothing_are_refused(xobserve, args, words):
+    args = [str(cgroup2_root()) if a == "CGROUP2" else a for a in args]
+    r = subprocess.run([str(xobserve), *args, "--once"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and words in r.stderr, r.stderr

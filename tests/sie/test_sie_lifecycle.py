@@ -223,7 +223,7 @@ def test_main_thread_exit_while_armed(engine, int3):
         assert eng.spans_hold_original(_live_task(t.p.pid), table)
         assert t.ask("3000") == oracle.worker_answer(3000, 100)
         assert t.p.poll() is None, f"the target died: {t.p.returncode}"
-        with pytest.raises(eng.SieError, match="main thread|exe"):
+        with pytest.raises(eng.SieError, match=f"main thread of pid {t.p.pid}|/proc/{t.p.pid}/exe"):
             eng.attach(t.p.pid, table, ["K"], force_int3=int3)
         assert eng.spans_hold_original(_live_task(t.p.pid), table), "a refusal changes nothing"
     finally:

@@ -39,12 +39,12 @@ def _summary(s: Summary | None) -> dict[str, Any] | None:
 
 def tuning_figures(result: RunResult, units: RunUnits) -> dict[str, Any]:
     """One tuning phase's before/after table as data."""
-    best = result.best or {}
+    final = result.after_values()
     after = result.after
     return {
         "objective": result.objective_text,
         "objective_unit": units.objective,
-        "knobs": {name: {"before": v, "after": best.get(name, v)} for name, v in result.original.items()},
+        "knobs": {name: {"before": v, "after": final[name]} for name, v in result.original.items()},
         "before": _summary(result.before),
         "after": _summary(after),
         "slo": [
@@ -67,7 +67,7 @@ def sie_figures(phase: SiePhase) -> dict[str, Any]:
         **tuning_figures(phase.result, phase.units),
         "text_restored": phase.text_restored,
         # The client's own p50 at the compiled value and at the chosen one (the observer aside).
-        "client_p50_us": [{"value": v, "p50_us": us} for v, us in phase.client_p50_us.items()],
+        "client_p50_us": [{"value": v, "p50_us": us} for v, us in phase.client_p50_us],
     }
 
 

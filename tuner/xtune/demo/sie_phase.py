@@ -62,7 +62,8 @@ class SiePhase:
     units: RunUnits
     report: Path
     text_restored: bool
-    client_p50_us: dict[int, float]  # RX_BATCH_SIZE -> the load generator's p50 latency
+    # (RX_BATCH_SIZE, the load generator's p50 latency): the compiled value, then the chosen one
+    client_p50_us: list[tuple[int, float]]
 
 
 class Server:
@@ -86,16 +87,19 @@ class Server:
 
 
 def client_check(
-    server: Server, table: ScopeTable, plan: Path, chosen: int, seconds: int
-) -> dict[int, float]:
+    server: Server, table: ScopeTable, plan: Path, chosen: int | None, seconds: int
+) -> list[tuple[int, float]]:
     """Latency seen by the client, independent of the observer: compiled value, then the chosen
-    one, set through a private xrtd of its own (the tuning's is gone by now; closing it restores)."""
+    one (when the run kept one), set through a private xrtd of its own (the tuning's is gone by
+    now; closing it restores)."""
     const = table.const(CONST)
-    p50 = {const.values[0]: server.load_p50_us(seconds)}
+    p50 = [(int(const.values[0]), server.load_p50_us(seconds))]
+    if chosen is None:
+        return p50
     with Services([], observe=False) as svc, KnobClient(svc.xrtd_socket) as c:
         c.register(KNOB, "sie-user", f"{server.proc.pid}:{plan}", min=const.min_value, max=const.max_value)
         c.set(KNOB, chosen, reason="client-side check of the chosen value")
-        p50[chosen] = server.load_p50_us(seconds)
+        p50.append((chosen, server.load_p50_us(seconds)))
     return p50
 
 
@@ -135,7 +139,7 @@ def run_sie_phase(out: Path, store: Store, short: bool, budget: int | None, cons
                 job = run_job(slo, store, Metrics(slo.name), console, svc.xrtd_socket, svc.signals_shm)
                 result = job.result
             restored = eng.spans_hold_original(server.proc.pid, table)
-            chosen = int((result.best or {}).get(KNOB, table.const(CONST).values[0]))
+            chosen = int(result.best[KNOB]) if result.best else None
             p50 = client_check(server, table, plan, chosen, 2 if short else 3)
             restored = restored and eng.spans_hold_original(server.proc.pid, table)
         finally:
@@ -147,7 +151,7 @@ def run_sie_phase(out: Path, store: Store, short: bool, budget: int | None, cons
     )
     console.print(
         "client-measured p50 latency (load generator, send to reply): "
-        + ", ".join(f"{CONST} {v}: {format_value(us, 'us', is_ascii(console))}" for v, us in p50.items())
+        + ", ".join(f"{CONST} {v}: {format_value(us, 'us', is_ascii(console))}" for v, us in p50)
     )
     report = job.write_report(out / "report-sie", console)
     return SiePhase(result, job.units, report, restored, p50)

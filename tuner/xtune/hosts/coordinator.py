@@ -29,13 +29,13 @@ from xtune.config.hosts import Host, HostsFile
 from xtune.config.schema import SloFile
 from xtune.hosts.bridge import BridgeClient
 from xtune.knobs.actuator import Actuator
-from xtune.knobs.table import KnobError, KnobRefused
+from xtune.knobs.table import KnobError
 from xtune.policies import make_policy
 from xtune.policies.base import Outcome, TrialPolicy
 from xtune.signals.curve import ClientKeys, CurveError
 from xtune.trials.store import Store, StoredTrial
 from xtune.tuning.bench_loop import BenchRunner, NoFrames
-from xtune.tuning.loop import Summary, TrialFailed, TrialResult
+from xtune.tuning.loop import MAX_FAILURES_IN_A_ROW, Summary, TrialFailed, TrialResult
 from xtune.tuning.metrics import Metrics
 
 LEASE_MS = 1000
@@ -222,7 +222,7 @@ def run_fleet(
     finally:
         policy.close()
     runner = live[0].runner
-    best = runner.best(_as_results(runner, stored) + [t for r in runs for t in r.trials])
+    best = runner.best(_as_results(runner, stored, bounds) + [t for r in runs for t in r.trials])
     for run in runs:
         if run.runner is not None:
             with contextlib.suppress(KnobError, OSError):
@@ -261,8 +261,9 @@ def resumable(store: Store, run: int, slo: SloFile, config: dict[str, Any]) -> l
     return stored
 
 
-def _as_results(runner: HostRunner, stored: list[StoredTrial]) -> list[TrialResult]:
-    """The trials a resumed run stored before, as results: its best is chosen among them too."""
+def _as_results(runner: HostRunner, stored: list[StoredTrial], bounds: dict[int, float]) -> list[TrialResult]:
+    """The trials a resumed run stored before, as results: its best is chosen among them too, each
+    judged by the SLO bounds it was measured under (the run's, kept in the store)."""
     out = []
     for t in stored:
         if t.objective is None:  # failed: no measurement
@@ -274,9 +275,19 @@ def _as_results(runner: HostRunner, stored: list[StoredTrial]) -> list[TrialResu
         summary = Summary(t.objective, sem, slo, int(t.metrics.get("windows", 0)))
         kept = t.status == "completed"  # else the guard rolled it back
         out.append(
-            TrialResult(t.index, t.params, summary, kept, not kept, meets_slo=kept and runner._holds(summary))
+            TrialResult(
+                t.index, t.params, summary, kept, not kept, meets_slo=kept and _holds(runner, summary, bounds)
+            )
         )
     return out
+
+
+def _holds(runner: HostRunner, summary: Summary, bounds: dict[int, float]) -> bool:
+    for i, line in enumerate(runner.lines):
+        mean = summary.slo[i][0]
+        if not math.isnan(mean) and i in bounds and not line.holds(mean, bounds[i]):
+            return False
+    return True
 
 
 def _each(runs: list[HostRun], fn: Callable[[HostRun], None]) -> None:
@@ -296,14 +307,21 @@ def _trials(run: HostRun, policy: _HostPolicy, report: FleetProgress) -> None:
     """Trials on one host until the policy has none left or the host is lost."""
     runner = run.runner
     assert runner is not None
+    failures = 0
     try:
         while (suggestion := policy.suggest()) is not None:
             index, params = suggestion
             began = time.time()
             try:
                 done = runner.trial(policy, index, params)
-            except (TrialFailed, KnobRefused) as e:  # this trial only: the host answered
+            except TrialFailed as e:  # this trial only: the host answered
                 runner.failed(policy, index, params, f"host {run.host.name}: {e}", began)
+                failures += 1
+                if failures == MAX_FAILURES_IN_A_ROW:
+                    _leave(
+                        run, f"host {run.host.name}: {failures} trials in a row failed, the last: {e}", report
+                    )
+                    return
                 continue
             except Exception as e:  # noqa: BLE001 - any other failure ends this host's run, with its reason
                 reason = f"host {run.host.name}: {e}"
@@ -319,6 +337,7 @@ def _trials(run: HostRun, policy: _HostPolicy, report: FleetProgress) -> None:
                     policy.fail(index, reason)
                 _leave(run, reason, report)
                 return
+            failures = 0
             run.trials.append(done)
             policy.complete(index, params, done.outcome())
     except Exception as e:  # noqa: BLE001 - the policy or the store failed: this host stops, with the reason

@@ -264,10 +264,12 @@ class KnobClient:
         self.close()
 
     def call(self, op: str, **fields: Any) -> dict[str, Any]:
-        """Send one request, return the reply; raise KnobRefused when xrtd says ok=false."""
+        """Send one request, return the reply; raise KnobRefused when xrtd says ok=false (KnobError
+        when the answer is a bridge's: its xrtd is gone, nothing was judged)."""
         reply = self.call_raw(json.dumps({"op": op, **fields}).encode())
         if not reply.get("ok"):
-            raise KnobRefused(reply.get("error", f"{op}: error reply without a message"))
+            error = str(reply.get("error", f"{op}: error reply without a message"))
+            raise (KnobError if error.startswith("xrtd-bridge:") else KnobRefused)(error)
         return reply
 
     def call_raw(self, line: bytes) -> dict[str, Any]:

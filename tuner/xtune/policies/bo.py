@@ -24,7 +24,7 @@ import time
 import warnings
 from typing import Any
 
-from xtune.config.schema import SloFile
+from xtune.config.schema import Knob, SloFile
 from xtune.policies.base import Outcome, TrialPolicy
 from xtune.trials.store import StoredTrial
 
@@ -152,7 +152,9 @@ class BoPolicy(TrialPolicy):
             }
             outcome = Outcome(t.objective, t.objective_sem or 0.0, slo_raw, t.status == "completed")
             raw = _raw(outcome, self.log)  # type: ignore[arg-type]
-            values = {n: float(v) if knobs[n].range else v for n, v in t.params.items()}
+            values = {n: float(v) if knobs[n].range else _choice(knobs[n], v) for n, v in t.params.items()}
+            if any(v is None for v in values.values()):
+                continue  # a choice this knob no longer has
             self._call(("attach", (values, raw)))
             self.warm_started += 1
         self._n = 0
@@ -211,3 +213,12 @@ class BoPolicy(TrialPolicy):
 
 if __name__ == "__main__":
     _worker()
+
+
+def _choice(knob: Knob, value: Any) -> str | None:
+    """An enum knob's stored value as its choice: stores written before the tuner named choices
+    hold xrtd's index into `values`."""
+    values = knob.values or []
+    if isinstance(value, int) and not isinstance(value, bool):
+        return values[value] if 0 <= value < len(values) else None
+    return value if value in values else None

@@ -149,9 +149,9 @@ def before_after(result: RunResult, console: Console | None = None, units: RunUn
     table.add_column("")
     table.add_column("before", justify="right")
     table.add_column("after", justify="right")
-    best = result.best or {}
+    final = result.after_values()
     for name, value in result.original.items():
-        table.add_row(f"knob {name}", str(value), str(best.get(name, value)))
+        table.add_row(f"knob {name}", str(value), str(final[name]))
     after = result.after
     table.add_row(
         f"objective {result.objective_text}",

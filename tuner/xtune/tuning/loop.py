@@ -193,6 +193,12 @@ class Summary:
         return cls(obj, sem, slo, len(rows))
 
 
+# Trials that fail one after another say something is wrong beyond their values (a target process
+# gone, a benchmark that no longer runs): the run stops with the last reason instead of spending
+# its budget on failures.
+MAX_FAILURES_IN_A_ROW = 3
+
+
 class TrialFailed(RuntimeError):
     """A trial gave no measurement, but the run can go on (e.g. its benchmark printed no metric):
     it is stored as failed and the policy hears of it as a failure, never as a number."""
@@ -232,6 +238,12 @@ class RunResult:
     # Set when the best trial, measured again, was no better than the start: the original values
     # were put back (a tuner must never leave the system worse than it found it).
     kept_original: str | None = None
+    final: dict[str, Any] = field(default_factory=dict)  # the knobs' values when the run ended
+
+    def after_values(self) -> dict[str, Any]:
+        """Each knob's value at the end: what the host holds, whichever way the run ended."""
+        best = self.best or {}
+        return {name: self.final.get(name, best.get(name, value)) for name, value in self.original.items()}
 
     @property
     def gain(self) -> float | None:
@@ -379,7 +391,10 @@ class Runner:
         started = time.time()
         n = max(self.slo.policy.windows, self.slo.guard.watch_windows)
         self.progress("trial", {"index": index, "params": params, "windows": n})
-        self.apply(params, f"{policy.name} trial {index}", policy.name, index)
+        try:
+            self.apply(params, f"{policy.name} trial {index}", policy.name, index)
+        except KnobRefused as e:  # xrtd judged these values: its transaction changed nothing
+            raise TrialFailed(f"values refused: {e}") from e
         self.settle()
         self.guard.watch()
         summary, bad = self.measure(n, "measure", index, guarded=True)
@@ -489,42 +504,48 @@ class Runner:
         else:
             assert policy_factory is not None
             policy = policy_factory({i: b.bound for i, b in enumerate(self.guard.baseline)})
+            failures = 0
             try:
                 while (suggestion := policy.suggest()) is not None:
                     index, params = suggestion
                     began = time.time()
                     try:
                         done = self.trial(policy, index, params)
-                    except (TrialFailed, KnobRefused) as e:
-                        # xrtd refusing the values (its transaction changed nothing) fails this
-                        # trial only; a lost xrtd or observer still ends the run.
+                    except TrialFailed as e:  # this trial only; a lost xrtd or observer ends the run
                         self.failed(policy, index, params, str(e), began)
+                        failures += 1
+                        if failures == MAX_FAILURES_IN_A_ROW:
+                            raise RuntimeError(
+                                f"{failures} trials in a row failed, the last: {e}; the run stops"
+                            ) from e
                         continue
+                    failures = 0
                     trials.append(done)
                     policy.complete(index, params, done.outcome())
                 suggest_seconds = list(getattr(policy, "suggest_seconds", []))
             finally:
                 policy.close()
             best = self.best(trials)
-            if best is not None:
+            if best is None:
+                kept_original = "no trial met the SLO: the start's values are kept"
+                self._back_to_start(start, original, kept_original)
+            else:
                 self.apply(best, "best trial", "final", None)
                 self.settle()
                 self.guard.watch()
                 after, bad = self.measure(self.slo.policy.windows, "final", guarded=True)
                 if bad:
                     self.actuator.rollback("guard: the best values broke the SLO when measured again")
-                    after, best = None, None
+                    kept_original = (
+                        "the best values broke the SLO when measured again: the start's values are kept"
+                    )
                 elif not self.slo.objective.sign * (after.objective - before.objective) > 0:
                     kept_original = (
                         f"the best trial ({best}) measured again gave {after.objective:.4g}, "
                         f"no better than the start's {before.objective:.4g}: the start's values are kept"
                     )
-                    if start == original:  # a value found on the system may lie outside the range
-                        self.actuator.restore_original("final: no gain over the start")
-                        self.store.add_decision(self.experiment_id, "final", start, "no gain over the start")
-                    else:
-                        self.apply(start, "final: no gain over the start", "final", None)
-                    self.progress("kept", {"reason": kept_original})
+                if kept_original is not None:
+                    self._back_to_start(start, original, kept_original)
                     after, best = None, None
         result = RunResult(
             self.experiment_id,
@@ -539,6 +560,7 @@ class Runner:
             self.slo.objective.expression,
             self.slo.objective.sign,
             kept_original,
+            dict(self.actuator.current),
         )
         self.store.update_experiment(
             self.experiment_id,
@@ -551,6 +573,16 @@ class Runner:
             },
         )
         return result
+
+    def _back_to_start(self, start: dict[str, Any], original: dict[str, Any], reason: str) -> None:
+        """Put back the values the baseline measured, and make them what a lease expiry returns to."""
+        self.progress("kept", {"reason": reason})
+        if start == original:  # a value found on the system may lie outside the knobs' ranges
+            self.actuator.restore_original(f"final: {reason}")
+            self.store.add_decision(self.experiment_id, "final", start, reason)
+        else:
+            self.apply(start, f"final: {reason}", "final", None)
+        self.actuator.mark_good()
 
     def _run_tree(self) -> Summary:
         """Per-window decisions for `budget` windows of wall time, the guard watching every change.
