@@ -17,8 +17,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from xtune.host.pmu import pmu_available
-
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "experiments" / "results"
 
@@ -70,6 +68,8 @@ def memory_bytes() -> int:
 
 
 def host_facts() -> dict[str, Any]:
+    from xtune.host.pmu import pmu_available  # here: scripts/check-figures loads this file without xtune
+
     pmu, how = pmu_available()
     return {
         "cpus": os.cpu_count(),
