@@ -19,10 +19,25 @@ from xtune.config.schema import Knob
 from xtune.knobs.table import KnobClient, KnobError, KnobTable
 
 
+class Choice(str):
+    """An enum knob's value: the choice's name, which also converts to its index among the
+    knob's choices (what a gauge of the knob shows)."""
+
+    position: int
+
+    def __new__(cls, name: str, index: int) -> Choice:
+        choice = super().__new__(cls, name)
+        choice.position = index
+        return choice
+
+    def __float__(self) -> float:
+        return float(self.position)
+
+
 def applied_value(knob: dict[str, Any]) -> Any:
     """What a knob holds as the SLO file names it: an enum knob's choice (xrtd's `applied` is the
     choice's index), an int knob's number."""
-    return knob["text"] if knob.get("type") == "enum" else knob["applied"]
+    return Choice(knob["text"], int(knob["applied"])) if knob.get("type") == "enum" else knob["applied"]
 
 
 class Actuator:
