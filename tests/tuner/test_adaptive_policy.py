@@ -102,6 +102,39 @@ def test_windows_without_the_throughput_signal_count_as_zero(tmp_path: Path) -> 
     assert land.best("r") == 8  # 256 has the lower p99 but only 75 % of the throughput
 
 
+def test_a_cell_measured_in_several_passes_is_judged_by_its_worst(tmp_path: Path) -> None:
+    """A value near its capacity queues in one round of a sweep and not in the other: pooled over
+    both rounds its good windows outnumber the bad and it looks best; judged by its worst pass it
+    is not. A pass that lost throughput counts the same way."""
+    path = tmp_path / "rounds.xtrec"
+    seq = 0
+    # (value, p99 per window, throughput) per pass, in sweep order: two rounds of one regime.
+    passes = [
+        (8, 100.0, 1000.0),
+        (16, 150.0, 1000.0),
+        (8, 100.0, 1000.0),
+        (16, 150.0, 1000.0),
+        (8, 2000.0, 900.0),  # a third round: 8 queued and fell behind
+        (16, 150.0, 1000.0),
+    ]
+    with RecordingWriter(path) as rec:
+        rec.append_catalog(Catalog(SIGNALS, 1_000_000))
+        for value, p99, tput in passes:
+            rec.append_decision(Decision("sweep", {"batch": value}, "sweep", extra={"regime": "r"}))
+            for _ in range(10):
+                seq += 1
+                items = [(3, 0, p99), (4, 0, tput)]
+                rec.append_frame(encode_frame(seq, seq * 1_000_000, (seq + 1) * 1_000_000, items))
+    args = ([path], "batch", "func.serve_batch.latency.p99", "func.serve_batch.rate")
+    land = read_landscape(*args, settle=0)
+    assert [len(one) for one in land.cells["r"][8].passes] == [10, 10, 10]
+    assert len(land.cells["r"][8].frames) == 30  # what features and the guard read: every window
+    assert land.outcome("r", 8) == (2000.0, 900.0)  # the worst pass, not the pooled mean
+    assert land.best("r") == 16  # 8 is outside the throughput bound in its worst pass
+    quantile = read_landscape(*args, settle=0, objective_quantile=0.5)
+    assert quantile.outcome("r", 8)[0] == 2000.0  # pooled, the median would read 100
+
+
 def test_trained_tree_card_reports_heldout_accuracy_and_regret(trained: TreeModel, tmp_path: Path) -> None:
     card = trained.card
     assert card["regimes"] == {"few": 8, "many": 64}
@@ -373,8 +406,8 @@ def test_watch_range_keeps_each_cells_tail() -> None:
     from xtune.learning.train import _watch_ranges
 
     sig = "func.dp_round.oldest_age_us.max"
-    heavy = Cell("heavy", 16, [{sig: 100.0 + i % 50} for i in range(20000)])
-    light = Cell("light", 16, [{sig: 800.0 + i % 5} for i in range(10)])
+    heavy = Cell("heavy", 16, [[{sig: 100.0 + i % 50} for i in range(20000)]])
+    light = Cell("light", 16, [[{sig: 800.0 + i % 5} for i in range(10)]])
     land = Landscape("batch", "x", "y", {"heavy": {16: heavy}, "light": {16: light}})
     ((w,),) = [_watch_ranges(land, {"heavy": 16, "light": 16}, 16, [sig], 0.999, 0.0)]
     assert w["range"][1] >= 800.0
