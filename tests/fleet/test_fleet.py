@@ -20,7 +20,7 @@ from xtune.hosts.coordinator import run_fleet
 from xtune.knobs.table import KnobError
 from xtune.signals.curve import ClientKeys
 from xtune.testing.fleet import SimulatedFleet
-from xtune.trials.store import Store
+from xtune.trials.store import Store, StoredTrial
 from xtune.tuning.metrics import Metrics
 
 pytestmark = pytest.mark.root
@@ -96,19 +96,20 @@ def test_the_bridge_refuses_to_serve_without_curve(fleet, tmp_path: Path) -> Non
         os.chown(host.keys_dir, 0, -1)
 
 
-def test_a_host_killed_mid_trial_fails_that_trial_and_the_others_go_on(fleet, tmp_path: Path) -> None:
-    f = fleet(2)
-    h1, h2 = f.hosts
-    original = h2.sysctl(SOMAXCONN)
-    slo = load(SLO, {"MEASURE_S": "1", "BUDGET": "5"})
+def lose_h2_mid_trial(
+    f: SimulatedFleet, tmp_path: Path, budget: int, lose: Callable[[], None]
+) -> list[StoredTrial]:
+    """Run `budget` trials over the two hosts of `f` and, once h2's first trial has applied its values
+    and is measuring (before the trial is stored), `lose` h2. That trial alone fails, naming the host,
+    h2 ends with an error and h1 runs the rest of the budget; the run's trials are returned."""
+    slo = load(SLO, {"MEASURE_S": "1", "BUDGET": str(budget)})
     store = Store(f"sqlite:///{tmp_path}/trials.db")
-    killed: list[int] = []
+    lost: list[int] = []
 
     def progress(host: str, event: str, data: dict) -> None:
-        # After h2's first trial applied its values and measured, before the trial is stored.
-        if host == "h2" and event == "window" and data["phase"] == "measure" and not killed:
-            killed.append(data["trial"])
-            h2.kill()
+        if host == "h2" and event == "window" and data["phase"] == "measure" and not lost:
+            lost.append(data["trial"])
+            lose()
 
     result = run_fleet(slo, load_hosts(f.hosts_file), store, Metrics(slo.name), progress)
     by_host = {r.host.name: r for r in result.hosts}
@@ -116,8 +117,16 @@ def test_a_host_killed_mid_trial_fails_that_trial_and_the_others_go_on(fleet, tm
     assert by_host["h1"].error is None
     trials = store.trials(result.experiment_id)
     failed = [t for t in trials if t.status == "failed"]
-    assert [t.index for t in failed] == killed and "host h2" in failed[0].metrics["error"]
-    assert sum(t.status == "completed" for t in trials) == 4  # the rest of the budget, on h1
+    assert [t.index for t in failed] == lost and "host h2" in failed[0].metrics["error"]
+    assert sum(t.status == "completed" for t in trials) == budget - 1  # the rest of the budget, on h1
+    return trials
+
+
+def test_a_host_killed_mid_trial_fails_that_trial_and_the_others_go_on(fleet, tmp_path: Path) -> None:
+    f = fleet(2)
+    h1, h2 = f.hosts
+    original = h2.sysctl(SOMAXCONN)
+    trials = lose_h2_mid_trial(f, tmp_path, 5, h2.kill)
     assert all(t.policy == "bo@h1" for t in trials if t.status == "completed")
     assert h1.sysctl(SOMAXCONN) == original  # restored at the end of the run
     h2.start()  # xrtd's journal replay on the next start puts back whatever the dead one changed
@@ -126,28 +135,16 @@ def test_a_host_killed_mid_trial_fails_that_trial_and_the_others_go_on(fleet, tm
 
 def test_a_partitioned_host_restores_its_knobs_and_the_others_go_on(fleet, tmp_path: Path) -> None:
     f = fleet(2)
-    h1, h2 = f.hosts
+    h2 = f.hosts[1]
     original = h2.sysctl(SOMAXCONN)
-    slo = load(SLO, {"MEASURE_S": "1", "BUDGET": "4"})
-    store = Store(f"sqlite:///{tmp_path}/trials.db")
-    cut: list[tuple[int, str]] = []
+    during: list[str] = []
 
-    def progress(host: str, event: str, data: dict) -> None:
-        # h2's first trial applied and measuring: its link goes dark, both ways.
-        if host == "h2" and event == "window" and data["phase"] == "measure" and not cut:
-            cut.append((data["trial"], h2.sysctl(SOMAXCONN)))
-            h2.partition()
+    def cut() -> None:  # h2's link goes dark, both ways
+        during.append(h2.sysctl(SOMAXCONN))
+        h2.partition()
 
-    result = run_fleet(slo, load_hosts(f.hosts_file), store, Metrics(slo.name), progress)
-    ((trial, during),) = cut
-    by_host = {r.host.name: r for r in result.hosts}
-    assert during != original  # the trial's own value was in place when the link went dark
-    assert by_host["h1"].error is None
-    assert by_host["h2"].error is not None and "host h2" in by_host["h2"].error
-    trials = store.trials(result.experiment_id)
-    failed = [t for t in trials if t.status == "failed"]
-    assert [t.index for t in failed] == [trial] and "host h2" in failed[0].metrics["error"]
-    assert sum(t.status == "completed" for t in trials) == 3  # the rest of the budget, on h1
+    lose_h2_mid_trial(f, tmp_path, 4, cut)
+    assert during[0] != original  # the trial's own value was in place when the link went dark
     # Nothing reached h2 since the cut, yet its own xrtd put its value back when the lease ran out.
     until("h2 restored", lambda: h2.sysctl(SOMAXCONN) == original, timeout=10)
     assert "lease expired" in (h2.dir / "state" / "audit.log").read_text()
@@ -162,18 +159,25 @@ def test_a_partitioned_host_restores_its_knobs_and_the_others_go_on(fleet, tmp_p
     assert h2.sysctl(SOMAXCONN) == original
 
 
+def coordinator(
+    f: SimulatedFleet, db: str, budget: int, *extra: str, measure_s: int = 1, output: int = subprocess.PIPE
+) -> subprocess.Popen[bytes]:
+    """`xtune run` of the fleet's SLO over the hosts of `f`, its output (stdout and stderr) to `output`."""
+    return subprocess.Popen(
+        [
+            str(paths.ROOT / ".venv/bin/xtune"), "run", str(SLO), "--hosts", str(f.hosts_file), "--db", db,
+            "--metrics-addr", "127.0.0.1:0", "--var", f"MEASURE_S={measure_s}", "--var", f"BUDGET={budget}",
+            *extra,
+        ],
+        stdout=output,
+        stderr=subprocess.STDOUT,
+    )  # fmt: skip
+
+
 def test_a_coordinator_killed_leaves_every_host_restored_within_its_lease(fleet, tmp_path: Path) -> None:
     f = fleet(2)
     original = [(h.sysctl(SOMAXCONN), h.sysctl("net.ipv4.tcp_fin_timeout")) for h in f.hosts]
-    coordinator = subprocess.Popen(
-        [
-            str(paths.ROOT / ".venv/bin/xtune"), "run", str(SLO), "--hosts", str(f.hosts_file),
-            "--db", f"sqlite:///{tmp_path}/trials.db", "--metrics-addr", "127.0.0.1:0",
-            "--var", "MEASURE_S=2", "--var", "BUDGET=40",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    run = coordinator(f, f"sqlite:///{tmp_path}/trials.db", 40, measure_s=2, output=subprocess.DEVNULL)
     try:
         # Both hosts in a trial: each has values that are not its own.
         until(
@@ -182,23 +186,12 @@ def test_a_coordinator_killed_leaves_every_host_restored_within_its_lease(fleet,
             90,
         )
     finally:
-        os.kill(coordinator.pid, signal.SIGKILL)
-        coordinator.wait()
+        os.kill(run.pid, signal.SIGKILL)
+        run.wait()
     for host, (somaxconn, fin_timeout) in zip(f.hosts, original, strict=True):
         until(f"{host.name} restored", lambda h=host, v=somaxconn: h.sysctl(SOMAXCONN) == v, timeout=10)
         assert host.sysctl("net.ipv4.tcp_fin_timeout") == fin_timeout
         assert "lease expired" in (host.dir / "state" / "audit.log").read_text()
-
-
-def coordinator(f: SimulatedFleet, db: str, budget: int, *extra: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [
-            str(paths.ROOT / ".venv/bin/xtune"), "run", str(SLO), "--hosts", str(f.hosts_file), "--db", db,
-            "--metrics-addr", "127.0.0.1:0", "--var", "MEASURE_S=1", "--var", f"BUDGET={budget}", *extra,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )  # fmt: skip
 
 
 def test_a_killed_coordinator_resumed_ends_with_the_full_budget(fleet, store_url: str) -> None:
