@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from xtune import paths
+from xtune.host.netns import Setup
 
 
 def free_port(kind: socket.SocketKind = socket.SOCK_STREAM) -> int:
@@ -27,7 +28,7 @@ def free_port(kind: socket.SocketKind = socket.SOCK_STREAM) -> int:
 
 
 @dataclass
-class Services:
+class Services(Setup):
     families: list[str]
     funcs: list[str] = field(default_factory=list)
     window_ms: int = 10
@@ -53,17 +54,6 @@ class Services:
     def xrtd_socket(self) -> str:
         return str(self.dir / "xrtd.sock")
 
-    def __enter__(self) -> Services:
-        try:
-            self.start()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
-
     def _spawn(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:
         log = open(self.dir / f"{name}.log", "wb")  # noqa: SIM115 - owned by the child
         proc = subprocess.Popen([str(paths.binary(name)), *args], stdout=log, stderr=log)
@@ -79,7 +69,7 @@ class Services:
                 raise RuntimeError(f"{name} did not start ({what} missing): {log}")
             time.sleep(0.05)
 
-    def start(self) -> None:
+    def _create(self) -> None:
         (self.dir / "state").mkdir()
         xrtd = self._spawn(
             "xrtd",
