@@ -73,7 +73,7 @@ def adaptive(doc: dict, out: Path) -> None:
     for phase in doc["schedule"]:
         secs, rate, flows = phase.split(":")
         ax.axvline(at * 1000, color="grey", lw=0.5)
-        ax.text(at * 1000 + 20, 0.98, f"{int(rate) // 1000 or float(rate) / 1000:g}k/s, {flows} fl.",
+        ax.text(at * 1000 + 20, 0.98, f"{float(rate) / 1000:g}k/s, {flows} fl.",
                 transform=ax.get_xaxis_transform(), fontsize=7, va="top")  # fmt: skip
         bounds.append(at)
         at += float(secs)
