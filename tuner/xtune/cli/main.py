@@ -33,6 +33,9 @@ app.add_typer(__import__("xtune.cli.tune", fromlist=["app"]).app)  # run, trials
 
 
 def main() -> None:
+    from xtune.host.termination import unwind_on_termination
+
+    unwind_on_termination()  # SIGTERM cleans up (namespaces, daemons, knobs) as Ctrl-C does
     app()
 
 
