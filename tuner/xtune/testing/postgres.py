@@ -7,11 +7,13 @@ run `server_command` in a namespace; tests start and stop a `Cluster` with pg_ct
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import shutil
 import stat
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -107,3 +109,17 @@ class Cluster:
         if out.returncode != 0:
             raise RuntimeError(f"createdb {name} exited with {out.returncode}: {out.stderr.strip()}")
         return f"postgresql://postgres@127.0.0.1:{self.port}/{name}"
+
+
+@contextlib.contextmanager
+def temporary_cluster() -> Iterator[Cluster]:
+    """A new cluster in a temp dir, started; stopped and its directory removed on exit."""
+    cluster = Cluster(Path(tempfile.mkdtemp(prefix="xtune-pg-")))
+    try:
+        cluster.start()
+        try:
+            yield cluster
+        finally:
+            cluster.stop()
+    finally:
+        shutil.rmtree(cluster.dir, ignore_errors=True)
