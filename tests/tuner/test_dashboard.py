@@ -1,26 +1,30 @@
 """`xtune dashboard` in a real browser (Debian's chromium, headless, driven by selenium): what the
-page shows equals the trial store, and a trial added to the store appears without a reload."""
+page shows equals the trial store, and a trial added to the store appears without a reload; with
+a real Prometheus, xrtd's knobs and the exporter's series, and a run on two hosts' knob states per
+host as Prometheus scraped them through the coordinator's file-SD file."""
 
 from __future__ import annotations
 
+import json
 import os
-import shutil
 import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-import pytest
 import requests
 from selenium import webdriver
 from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 from xtune import paths
+from xtune.config import load
 from xtune.dashboard.server import DashboardServer
 from xtune.dashboard.state import Sources, best_trial
 from xtune.host.services import free_port
+from xtune.testing.fleet import SimulatedFleet
+from xtune.testing.prometheus import PrometheusServer, ScrapedRun
 from xtune.testing.xrtd import Xrtd
 from xtune.trials.store import Store, StoredTrial
 from xtune.tuning.metrics import Metrics
@@ -141,16 +145,13 @@ def test_dashboard_knobs_from_xrtd_and_series_from_prometheus(
     browser: webdriver.Chrome, tmp_path: Path
 ) -> None:
     """With xrtd running the knob table is xrtd's; with --prometheus the exporter's series are drawn."""
-    prometheus = shutil.which("prometheus")
-    if prometheus is None:
-        pytest.fail("prometheus is not installed (scripts/apt-packages.txt lists it): run `make setup`")
     store = Store(f"sqlite:///{tmp_path / 'trials.db'}")
     _fill(store)
     ns = f"xtune-dash-{os.getpid()}"
     subprocess.run(["ip", "netns", "add", ns], check=True)
     xrtd = Xrtd(tmp_path)
     metrics = Metrics("dash-bufferbloat")
-    procs: list[subprocess.Popen[bytes]] = []
+    prom = PrometheusServer(tmp_path / "prometheus", tmp_path / "sd")
     server: DashboardServer | None = None
     try:
         xrtd.start()
@@ -159,21 +160,9 @@ def test_dashboard_knobs_from_xrtd_and_series_from_prometheus(
         c.set("somaxconn", 2048, reason="dashboard test")
         exporter = metrics.serve("127.0.0.1", 0)
         metrics.window(4012.25, {SLO: 0.03})
-        config = tmp_path / "prometheus.yml"
-        config.write_text(
-            "global: {scrape_interval: 1s}\nscrape_configs:\n  - job_name: xtune\n"
-            f"    static_configs: [{{targets: ['127.0.0.1:{exporter}']}}]\n"
-        )
-        web = free_port()
-        procs.append(
-            subprocess.Popen(
-                [prometheus, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}"]
-                + [f"--web.listen-address=127.0.0.1:{web}"],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-        )
-        server = DashboardServer(Sources(store, xrtd.socket, f"http://127.0.0.1:{web}", 300)).start()
+        prom.start()
+        (tmp_path / "sd" / "xtune.json").write_text(json.dumps([{"targets": [f"127.0.0.1:{exporter}"]}]))
+        server = DashboardServer(Sources(store, xrtd.socket, prom.url, 300)).start()
         browser.get(server.url + "?poll=500")
         wait = WebDriverWait(browser, 40)
         wait.until(lambda b: "somaxconn" in _text(b, "#knobs"))
@@ -186,9 +175,43 @@ def test_dashboard_knobs_from_xrtd_and_series_from_prometheus(
     finally:
         if server is not None:
             server.stop()
-        for p in procs:
-            p.terminate()
-            p.wait(10)
+        prom.close()
         metrics.close()
         xrtd.cleanup()
         subprocess.run(["ip", "netns", "delete", ns], check=False)
+
+
+def test_dashboard_shows_each_hosts_knobs_from_prometheus(
+    browser: webdriver.Chrome, tmp_path: Path, bin_dir: Path
+) -> None:
+    """A run on two hosts, each its own exporter listed in the coordinator's file-SD file that a real
+    Prometheus reads: the page's table per host holds, for every host and knob, the value the run
+    applied there last (read in the host's namespace while Prometheus scraped it)."""
+    slo = load(paths.ROOT / "experiments/fleet/sysctl-score.yaml", {"MEASURE_S": "0", "BUDGET": "4"})
+    store = Store(f"sqlite:///{tmp_path / 'trials.db'}")
+    with SimulatedFleet(tmp_path, 2) as fleet, PrometheusServer(tmp_path / "prom", tmp_path / "sd") as prom:
+        scraped = ScrapedRun(prom, fleet, slo, store)
+        result = scraped.run()
+        assert [r.error for r in result.hosts] == [None, None]
+        prom.until("the run's targets withdrawn", "up", lambda r: r == [])
+        server = DashboardServer(Sources(store, str(tmp_path / "no-xrtd.sock"), prom.url, 300)).start()
+        try:
+            browser.get(server.url + "?poll=500")
+            WebDriverWait(browser, 30).until(lambda b: "by host" in _text(b, "#host-knob-source"))
+            rows = _read(
+                browser,
+                lambda d: [
+                    [td.text for td in tr.find_elements(By.TAG_NAME, "td")]
+                    for tr in d.find_elements(By.CSS_SELECTOR, "#host-knobs tbody tr")
+                ],
+            )
+        finally:
+            server.stop()
+    shown = {
+        (host, knob): (float(desired), float(applied), exported)
+        for host, knob, desired, applied, exported in rows
+    }
+    applied = {(h, k): v for h, values in scraped.applied.items() for k, v in values.items()}
+    assert len(applied) == 2 * len(slo.knobs)
+    # A sysctl takes the integer asked for: desired equals applied. The run ended: no host is exported.
+    assert shown == {key: (v, v, "no longer: last values") for key, v in applied.items()}

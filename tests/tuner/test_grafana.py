@@ -36,10 +36,11 @@ def test_dashboard_queries_only_exported_metrics() -> None:
     assert {"xtune_objective", "xtune_slo_margin", "xtune_rollbacks", "xtune_trials"} <= families
 
 
-def test_dashboard_panels_have_targets_and_the_experiment_variable() -> None:
+def test_dashboard_panels_have_targets_and_the_experiment_and_host_variables() -> None:
     data = json.loads(SHIPPED.read_text())
     assert data["uid"] == "xtune-tuning"
     assert all(p["targets"] and all(t["expr"] for t in p["targets"]) for p in data["panels"])
     names = [v["name"] for v in data["templating"]["list"]]
-    assert names == ["datasource", "experiment"]
-    assert all('experiment=~"$experiment"' in t["expr"] for p in data["panels"] for t in p["targets"])
+    assert names == ["datasource", "experiment", "host"]
+    exprs = [t["expr"] for p in data["panels"] for t in p["targets"]]
+    assert all('experiment=~"$experiment",host=~"$host"' in e for e in exprs)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -10,31 +11,48 @@ from rich.table import Table
 
 from xtune.config import HostsFile, SloFile
 from xtune.hosts.coordinator import FleetError, run_fleet
+from xtune.hosts.exporters import HostExporters
 from xtune.trials.store import Store
-from xtune.tuning.metrics import Metrics
+
+
+def host_exporters(slo: SloFile, metrics_addr: str, sd_dir: Path) -> HostExporters:
+    """Each host's exporter will take a free port of `metrics_addr`'s address (its port serves a
+    run on one host only), listed for Prometheus in `sd_dir`; exit 2 saying why they cannot."""
+    addr = metrics_addr.rpartition(":")[0].strip("[]") or "127.0.0.1"
+    try:
+        return HostExporters(slo.name, addr, sd_dir)
+    except ValueError as e:
+        typer.echo(f"xtune run: {e}", err=True)
+        raise typer.Exit(2) from e
 
 
 def run_on_hosts(
     slo: SloFile,
     hosts: HostsFile,
     store: Store,
-    metrics: Metrics,
+    exporters: HostExporters,
     console: Console,
     resume: int | None = None,
 ) -> None:
+    """The run, and its table; the exporters are closed (the file-SD file removed) when it ends."""
+
     def progress(host: str, event: str, data: dict[str, Any]) -> None:
         if event == "trial":
             console.print(f"{host}: trial {data['index']} {data['params']}", highlight=False)
         elif event == "failed":
             console.print(f"[red]{host}: failed: {data['reason']}[/]", highlight=False)
 
-    try:
-        result = run_fleet(slo, hosts, store, metrics, progress, resume)
-    except FleetError as e:
-        typer.echo(f"xtune run: {e}", err=True)
-        raise typer.Exit(1) from e
-    finally:
-        metrics.close()
+    console.print(
+        f"Prometheus targets (file SD, one exporter per host on {exporters.addr}): {exporters.file}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    with exporters:
+        try:
+            result = run_fleet(slo, hosts, store, exporters, progress, resume)
+        except FleetError as e:
+            typer.echo(f"xtune run: {e}", err=True)
+            raise typer.Exit(1) from e
     table = Table(title=f"run {result.experiment_id}: {slo.name} on {len(hosts.hosts)} hosts")
     for col in ("host", "trials", "state"):
         table.add_column(col)

@@ -48,7 +48,9 @@ def run(
     xrtd_socket: Annotated[
         str, typer.Option(help="xrtd control socket (default: the file's, else the system's).")
     ] = "",
-    metrics_addr: Annotated[str, typer.Option(help="Prometheus exporter HOST:PORT.")] = paths.PROMETHEUS_ADDR,
+    metrics_addr: Annotated[
+        str, typer.Option(help="Prometheus exporter HOST:PORT (with --hosts: HOST, a free port per host).")
+    ] = paths.PROMETHEUS_ADDR,
     var: Annotated[
         list[str] | None, typer.Option(help="NAME=VALUE for ${NAME} in the file (repeatable).")
     ] = None,
@@ -60,6 +62,10 @@ def run(
     resume: Annotated[
         int | None, typer.Option(help="With --hosts: continue this unfinished run of the store.")
     ] = None,
+    prometheus_sd: Annotated[
+        Path,
+        typer.Option(help="With --hosts: where the Prometheus file-SD file EXPERIMENT.json lists the hosts."),
+    ] = paths.BUILD / "prometheus",
 ) -> None:
     """Run the tuning job an SLO file describes."""
     from xtune.config import ConfigError, load
@@ -88,15 +94,16 @@ def run(
         except ConfigError as e:
             typer.echo(str(e), err=True)
             raise typer.Exit(2) from e
+    if fleet is not None:
+        from xtune.cli.fleet import host_exporters, run_on_hosts
+
+        exporters = host_exporters(slo, metrics_addr, prometheus_sd)  # checked before the store is made
+        run_on_hosts(slo, fleet, open_store(db), exporters, console, resume)
+        return
     store = open_store(db)
     metrics = Metrics(slo.name)
     host, _, port = metrics_addr.rpartition(":")
     metrics.serve(host or "127.0.0.1", int(port))
-    if fleet is not None:
-        from xtune.cli.fleet import run_on_hosts
-
-        run_on_hosts(slo, fleet, store, metrics, console, resume)
-        return
     job = run_job(slo, store, metrics, console, xrtd_socket, warm=True)
     job.print_table(console)
     if report is not None:

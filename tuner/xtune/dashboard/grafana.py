@@ -3,7 +3,8 @@
 `python -m xtune.dashboard.grafana [OUT]` writes it (default: `grafana/xtune.json` beside this
 file, the copy that ships); a test checks that copy against this generator and every metric it
 queries against the names the exporter registers. Import it in Grafana with a Prometheus data
-source; the `experiment` variable picks the run.
+source; the `experiment` variable picks the run, `host` the hosts of a run on several (their
+targets' label in the file-SD file; "All" also matches a one-host run's series, which have none).
 """
 
 from __future__ import annotations
@@ -19,23 +20,23 @@ from grafanalib.core import Dashboard, GridPos, Stat, Target, Template, Templati
 
 SHIPPED = Path(__file__).parent / "grafana" / "xtune.json"
 DATASOURCE = "${datasource}"
-SEL = 'experiment=~"$experiment"'
+SEL = 'experiment=~"$experiment",host=~"$host"'
 LATENCY = f"rate(xtune_loop_latency_seconds_bucket{{{SEL}}}[1m])"
 
 # (title, unit, [(PromQL, legend)]) per time-series panel; PromQL names only exporter metrics.
 PANELS: list[tuple[str, str, list[tuple[str, str]]]] = [
-    ("Objective (latest window)", "short", [(f"xtune_objective{{{SEL}}}", "{{experiment}}")]),
+    ("Objective (latest window)", "short", [(f"xtune_objective{{{SEL}}}", "{{experiment}} {{host}}")]),
     (
         "SLO margins (negative: violated)",
         "percentunit",
-        [(f"xtune_slo_margin{{{SEL}}}", "{{slo}}")],
+        [(f"xtune_slo_margin{{{SEL}}}", "{{host}} {{slo}}")],
     ),
     (
         "Knobs: desired and applied",
         "short",
         [
-            (f"xtune_knob_desired{{{SEL}}}", "{{knob}} desired"),
-            (f"xtune_knob_applied{{{SEL}}}", "{{knob}} applied"),
+            (f"xtune_knob_desired{{{SEL}}}", "{{host}} {{knob}} desired"),
+            (f"xtune_knob_applied{{{SEL}}}", "{{host}} {{knob}} applied"),
         ],
     ),
     (
@@ -46,7 +47,7 @@ PANELS: list[tuple[str, str, list[tuple[str, str]]]] = [
     (
         "Guard rollbacks per minute",
         "short",
-        [(f"increase(xtune_rollbacks_total{{{SEL}}}[1m])", "{{experiment}}")],
+        [(f"increase(xtune_rollbacks_total{{{SEL}}}[1m])", "{{experiment}} {{host}}")],
     ),
     (
         "Observer frames and gaps per second",
@@ -116,18 +117,24 @@ def dashboard() -> Dashboard:
                     type="datasource",
                     label="Prometheus",
                 ),
-                Template(
-                    name="experiment",
-                    query="label_values(xtune_objective, experiment)",
-                    dataSource=DATASOURCE,
-                    label="experiment",
-                    includeAll=True,
-                    multi=True,
-                    allValue=".*",
-                ),
+                _label_variable("experiment", "label_values(xtune_objective, experiment)"),
+                _label_variable("host", 'label_values(xtune_knob_applied{experiment=~"$experiment"}, host)'),
             ]
         ),
     ).auto_panel_ids()
+
+
+def _label_variable(name: str, query: str) -> Template:
+    """A variable over a label's values: several or all of them ("All" matches any, none too)."""
+    return Template(
+        name=name,
+        query=query,
+        dataSource=DATASOURCE,
+        label=name,
+        includeAll=True,
+        multi=True,
+        allValue=".*",
+    )
 
 
 def dashboard_json() -> str:

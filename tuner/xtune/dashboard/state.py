@@ -2,7 +2,8 @@
 
 Sources: the trial store (experiments, trials, measurements, rollbacks), xrtd's control socket
 (knob states; "not running" when nothing answers) and, when a URL is given, a Prometheus
-server's HTTP API (`/api/v1/query_range`) for the exporter's series.
+server's HTTP API (`/api/v1/query_range`) for the exporter's series and, for a run on several
+hosts, the knob states per host (each host's exporter is a file-SD target labelled `host`).
 """
 
 from __future__ import annotations
@@ -32,8 +33,11 @@ PROMETHEUS_SERIES = (
 )
 
 
+# Knob states per host: (field, series), each taken `by (host, knob)`.
+HOST_KNOBS = (("desired", "xtune_knob_desired"), ("applied", "xtune_knob_applied"))
+
 # Labels every series has (or that the page's title already says): left out of the series names.
-SCRAPE_LABELS = ("__name__", "experiment", "job", "instance")
+SCRAPE_LABELS = ("__name__", "experiment", "run", "job", "instance")
 
 
 def _finite(value: float | None) -> float | None:
@@ -76,33 +80,56 @@ def knob_states(socket_path: str) -> dict[str, Any]:
     return {"running": True, "socket": socket_path, "detail": "", "knobs": rows}
 
 
-def prometheus_series(base: str, experiment: str, seconds: float) -> dict[str, Any]:
+def _query(base: str, path: str, params: dict[str, str]) -> list[dict[str, Any]]:
+    r = requests.get(f"{base.rstrip('/')}/api/v1/{path}", params=params, timeout=3)
+    r.raise_for_status()
+    result: list[dict[str, Any]] = r.json()["data"]["result"]
+    return result
+
+
+def prometheus_series(base: str, experiment: str, run: int, seconds: float) -> dict[str, Any]:
+    """The run's series over the last `seconds` (`query_range`), and its knob states per host."""
     end = time.time()
     start = end - seconds
     step = max(1.0, seconds / 300)
-    sel = f'experiment="{experiment}"'
+    # Series of this run's hosts (their targets are labelled `run`) or of an exporter serving one host.
+    sel = f'experiment="{experiment}",run=~"{run}|"'
     series: list[dict[str, Any]] = []
     try:
         for title, template in PROMETHEUS_SERIES:
-            r = requests.get(
-                f"{base.rstrip('/')}/api/v1/query_range",
-                params={
-                    "query": template.format(sel=sel),
-                    "start": str(start),
-                    "end": str(end),
-                    "step": str(step),
-                },
-                timeout=3,
-            )
-            r.raise_for_status()
-            for result in r.json()["data"]["result"]:
+            span = {
+                "query": template.format(sel=sel),
+                "start": str(start),
+                "end": str(end),
+                "step": str(step),
+            }
+            for result in _query(base, "query_range", span):
                 labels = {k: v for k, v in result["metric"].items() if k not in SCRAPE_LABELS}
                 name = title + ("" if not labels else " " + ",".join(f"{k}={v}" for k, v in labels.items()))
                 points = [[float(t), float(v)] for t, v in result["values"] if math.isfinite(float(v))]
                 series.append({"name": name, "points": points[-MAX_POINTS:]})
+        hosts = host_knobs(base, f'{sel},host!=""', seconds)
     except (requests.RequestException, ValueError, KeyError) as exc:
-        return {"url": base, "error": str(exc), "series": series}
-    return {"url": base, "error": "", "series": series}
+        return {"url": base, "error": str(exc), "series": series, "hosts": []}
+    return {"url": base, "error": "", "series": series, "hosts": hosts}
+
+
+def host_knobs(base: str, sel: str, seconds: float) -> list[dict[str, Any]]:
+    """Each host's knobs, desired and applied: the last values Prometheus scraped within `seconds`,
+    and whether the host is exported now (a host that left the run, or every host of a run that
+    ended, is withdrawn from the file-SD file: its rows keep the last values)."""
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for field, metric in HOST_KNOBS:
+        query = f"max by (host, knob) (last_over_time({metric}{{{sel}}}[{seconds:.0f}s]))"
+        for result in _query(base, "query", {"query": query}):
+            host, knob = result["metric"]["host"], result["metric"]["knob"]
+            row = rows.setdefault(
+                (host, knob), {"host": host, "knob": knob, "desired": None, "applied": None}
+            )
+            row[field] = _finite(float(result["value"][1]))
+    live = f"count by (host) (xtune_knob_applied{{{sel}}})"  # no range: stale once withdrawn
+    exported = {r["metric"]["host"] for r in _query(base, "query", {"query": live})}
+    return [{**rows[k], "exported": k[0] in exported} for k in sorted(rows)]
 
 
 def snapshot(src: Sources, experiment_id: int | None = None) -> dict[str, Any]:
@@ -187,5 +214,5 @@ def snapshot(src: Sources, experiment_id: int | None = None) -> dict[str, Any]:
         ],
     }
     if src.prometheus:
-        out["prometheus"] = prometheus_series(src.prometheus, exp.name, src.prometheus_range)
+        out["prometheus"] = prometheus_series(src.prometheus, exp.name, exp.id, src.prometheus_range)
     return out

@@ -13,11 +13,16 @@ lease runs out (one second). `resume=RUN` continues such a run: the policy is re
 store holds (the SLO bounds it was made with, then every stored trial attached in index order) and
 only the rest of the budget is suggested; trials in flight when the coordinator died were never
 stored, so they are suggested again rather than lost.
+
+Given `HostExporters`, each host's trials go to its own exporter (the `host` label comes from the
+Prometheus file-SD file that lists them, see exporters.py). A host's exporter is withdrawn when
+the host leaves the run, and each one at the end, before the host's knobs are kept or restored.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import threading
 import time
@@ -28,6 +33,7 @@ from typing import Any
 from xtune.config.hosts import Host, HostsFile
 from xtune.config.schema import SloFile
 from xtune.hosts.bridge import BridgeClient
+from xtune.hosts.exporters import HostExporters
 from xtune.knobs.actuator import Actuator
 from xtune.knobs.table import KnobError
 from xtune.policies import make_policy
@@ -55,6 +61,7 @@ class HostRun:
     runner: HostRunner | None = None
     trials: list[TrialResult] = field(default_factory=list)
     error: str | None = None  # why the host left the run
+    withdraw: Callable[[], None] = lambda: None  # stops exporting the host's series
 
 
 @dataclass
@@ -155,13 +162,17 @@ def run_fleet(
     slo: SloFile,
     hosts: HostsFile,
     store: Store,
-    metrics: Metrics,
+    metrics: HostExporters | Metrics,
     progress: FleetProgress | None = None,
     resume: int | None = None,
 ) -> FleetResult:
     """Baseline on every host, trials on all of them in parallel until the policy is done, then
     each host's knobs kept or restored as the file says. `resume` continues that run of the store
-    instead of starting one. Raises FleetError if no host starts or the run cannot be resumed."""
+    instead of starting one. Raises FleetError if no host starts or the run cannot be resumed.
+
+    `metrics`: `HostExporters` gives each host its own exporter, listed for Prometheus; a single
+    `Metrics` gets every host's series, which nothing then tells apart (for callers that do not
+    export them)."""
     started = time.monotonic()
     report = progress or (lambda _host, _event, _data: None)
     config = {**slo.model_dump(mode="json"), "hosts": [h.name for h in hosts.hosts]}
@@ -176,6 +187,11 @@ def run_fleet(
         try:
             keys = ClientKeys.load(run.host.keys)
             hslo = host_slo(slo, run.host)
+            if isinstance(metrics, HostExporters):
+                host_metrics = metrics.serve(name, experiment_id)
+                run.withdraw = functools.partial(metrics.withdraw, name)
+            else:
+                host_metrics = metrics
             actuator = Actuator(
                 run.host.bridge,
                 hslo.knobs,
@@ -183,11 +199,10 @@ def run_fleet(
                 connect=lambda client: BridgeClient(run.host.bridge, keys, BRIDGE_TIMEOUT_S, client),
             )
         except (KnobError, CurveError, OSError) as e:
-            run.error = f"host {name}: {e}"
-            report(name, "failed", {"reason": run.error})
+            _leave(run, f"host {name}: {e}", report)
             return
         run.runner = HostRunner(
-            hslo, actuator, NoFrames(), store, metrics, None,
+            hslo, actuator, NoFrames(), store, host_metrics, None,
             lambda event, data: report(name, event, data), experiment_id,
         )  # fmt: skip
         try:
@@ -224,6 +239,7 @@ def run_fleet(
     runner = live[0].runner
     best = runner.best(_as_results(runner, stored, bounds) + [t for r in runs for t in r.trials])
     for run in runs:
+        run.withdraw()  # before its knobs change: what was exported no longer holds
         if run.runner is not None:
             with contextlib.suppress(KnobError, OSError):
                 run.runner.close()
@@ -300,6 +316,7 @@ def _each(runs: list[HostRun], fn: Callable[[HostRun], None]) -> None:
 
 def _leave(run: HostRun, reason: str, report: FleetProgress) -> None:
     run.error = reason
+    run.withdraw()
     report(run.host.name, "failed", {"reason": reason})
 
 

@@ -129,11 +129,26 @@ function render(s) {
     cell(row, String(r.windows), "num");
   });
 
+  const p = s.prometheus;
+  const hosts = p && !p.error ? p.hosts : [];
+  setText("host-knob-source", !p ? "(needs --prometheus: a run on several hosts exports each host as a target)"
+    : p.error ? `(Prometheus ${p.url}: ${p.error})`
+    : hosts.length ? `(from Prometheus ${p.url}, by host)`
+    : `(Prometheus ${p.url} has no series with a host label for this run)`);
+  fill("host-knobs", hosts, (row, h) => {
+    if (h.desired !== h.applied) row.className = "differs";
+    cell(row, h.host);
+    cell(row, h.knob);
+    cell(row, fmt(h.desired), "num");
+    cell(row, fmt(h.applied), "num");
+    cell(row, h.exported ? "now" : "no longer: last values");
+  });
+
   let series = exp.series, source = "(from the trial store)";
-  if (s.prometheus) {
-    source = s.prometheus.error ? `(Prometheus ${s.prometheus.url}: ${s.prometheus.error}; from the trial store)`
-      : `(from Prometheus ${s.prometheus.url} and the trial store)`;
-    series = s.prometheus.series.concat(series);
+  if (p) {
+    source = p.error ? `(Prometheus ${p.url}: ${p.error}; from the trial store)`
+      : `(from Prometheus ${p.url} and the trial store)`;
+    series = p.series.concat(series);
   }
   setText("series-source", source);
   document.getElementById("charts").replaceChildren(...series.map(x => chart(x.name, x.points)));
