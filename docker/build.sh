@@ -17,7 +17,7 @@ agent | full) ;;
 	;;
 esac
 
-for b in xobserve xrtd xsie-user xcubic; do
+for b in xobserve xrtd xrtd-bridge xsie-user xcubic; do
 	[[ -x $bin/$b ]] || {
 		echo "build: $bin/$b is missing: run 'make build' first" >&2
 		exit 1

@@ -3,37 +3,29 @@ containers removed at the end."""
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from xtune.testing import images
+from xtune.testing.images import podman
 from xtune.testing.observe import unique
-
-DOCKER = Path(__file__).resolve().parents[2] / "docker"
-PODMAN = str(DOCKER / "podman.sh")
-
-
-def podman(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PODMAN, *args], capture_output=True, text=True, check=check)
-
-
-def script(name: str, *args: str) -> str:
-    """Run a docker/ script; the last word of its output is the image it made (an ID for build.sh)."""
-    res = subprocess.run([str(DOCKER / name), *args], capture_output=True, text=True)
-    if res.returncode != 0:
-        pytest.fail(f"docker/{name} {' '.join(args)} failed: {res.stderr.strip()}")
-    return res.stdout.split()[-1]
 
 
 @pytest.fixture(scope="session")
 def agent_image(bin_dir: Path) -> str:
     """The ID of the agent image docker/build.sh builds from build/bin: seconds when nothing changed."""
-    base = script("base.sh")
-    probe = podman("run", "--rm", base, "true", check=False)
-    if probe.returncode != 0:
-        pytest.skip(f"podman cannot run containers on this host: {probe.stderr.strip()}")
-    return script("build.sh", "agent")
+    missing = images.podman_missing()
+    if missing:
+        pytest.skip(missing)
+    try:
+        base = images.docker_script("base.sh")
+        probe = podman("run", "--rm", base, "true", check=False)
+        if probe.returncode != 0:
+            pytest.skip(f"podman cannot run containers on this host: {probe.stderr.strip()}")
+        return images.agent_image()
+    except RuntimeError as e:
+        pytest.fail(str(e))
 
 
 class Containers:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from xtune.testing.postgres import Cluster
+from xtune.testing import images
+from xtune.testing.postgres import temporary_cluster
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.root)])
@@ -17,12 +16,17 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'trials.db'}"
         return
-    cluster = Cluster(Path(tempfile.mkdtemp(prefix="xtune-pg-")))
+    with temporary_cluster() as cluster:
+        yield cluster.create_database("fleet")
+
+
+@pytest.fixture(scope="session")
+def agent_image(bin_dir: Path) -> str:
+    """The ID of the agent image docker/build.sh builds from build/bin (once per test run)."""
+    missing = images.podman_missing()
+    if missing:
+        pytest.skip(missing)
     try:
-        cluster.start()
-        try:
-            yield cluster.create_database("fleet")
-        finally:
-            cluster.stop()
-    finally:
-        shutil.rmtree(cluster.dir, ignore_errors=True)
+        return images.agent_image()
+    except RuntimeError as e:
+        pytest.fail(str(e))

@@ -1,5 +1,6 @@
 """Several hosts, each a network namespace with its own xrtd and xrtd-bridge, reached over TCP with
-CURVE: refusals, a host lost mid-trial, and a coordinator killed with SIGKILL."""
+CURVE: refusals, a host lost mid-trial, a coordinator killed with SIGKILL, and a host whose daemons
+run from the agent image."""
 
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ from xtune.hosts.bridge import BridgeClient
 from xtune.hosts.coordinator import run_fleet
 from xtune.knobs.table import KnobError
 from xtune.signals.curve import ClientKeys
+from xtune.signals.frames import ZmqFrameReader
 from xtune.testing.fleet import SimulatedFleet
+from xtune.testing.images import podman
 from xtune.trials.store import Store, StoredTrial
 from xtune.tuning.metrics import Metrics
 
@@ -29,11 +32,11 @@ SOMAXCONN = "net.core.somaxconn"
 
 
 @pytest.fixture
-def fleet(tmp_path: Path, bin_dir: Path) -> Iterator[Callable[[int], SimulatedFleet]]:
+def fleet(tmp_path: Path, bin_dir: Path) -> Iterator[Callable[..., SimulatedFleet]]:
     made: list[SimulatedFleet] = []
 
-    def make(n: int) -> SimulatedFleet:
-        f = SimulatedFleet(tmp_path, n)
+    def make(n: int, images: dict[str, str] | None = None) -> SimulatedFleet:
+        f = SimulatedFleet(tmp_path, n, images)
         made.append(f)
         return f.__enter__()
 
@@ -230,6 +233,52 @@ def test_a_killed_coordinator_resumed_ends_with_the_full_budget(fleet, store_url
     again = coordinator(f, db, budget, "--resume", str(run.id))
     out, _ = again.communicate(timeout=60)
     assert again.returncode == 1 and f"cannot resume run {run.id}: it ended" in out.decode()
+
+
+def test_a_host_running_the_agent_image_is_tuned_and_restored(
+    fleet, agent_image: str, tmp_path: Path
+) -> None:
+    f = fleet(2, {"h2": agent_image})
+    h2 = f.hosts[1]
+    signals = ZmqFrameReader(h2.observe("--families", "sched", "--window-ms", "10"), curve=h2.client_keys())
+    try:  # h2's xobserve publishes over CURVE/TCP from its namespace, as a machine's would
+        frame = signals.poll(30)
+    finally:
+        signals.close()
+    assert frame is not None and frame.values["sched.switches"] > 0
+    for daemon in ("xobserve", "xrtd", "xrtd-bridge"):  # h2's daemons are the image's, in h2's namespace
+        image, pid = podman(
+            "inspect", "--format", "{{.Image}} {{.State.Pid}}", h2.container(daemon)
+        ).stdout.split()
+        assert image == agent_image.removeprefix("sha256:")
+        assert os.stat(f"/proc/{pid}/ns/net").st_ino == os.stat(f"/run/netns/{h2.netns}").st_ino
+    knobs = (SOMAXCONN, "net.ipv4.tcp_fin_timeout")
+    original = [{key: h.sysctl(key) for key in knobs} for h in f.hosts]
+    db = f"sqlite:///{tmp_path}/trials.db"
+    run = coordinator(f, db, 4)
+    seen: list[str] = []  # somaxconn in h2's namespace while a trial runs there
+
+    def h2_in_a_trial() -> bool:
+        value = h2.sysctl(SOMAXCONN)
+        if value != original[1][SOMAXCONN]:
+            seen.append(value)
+        return bool(seen) or run.poll() is not None
+
+    try:
+        until("h2 in a trial", h2_in_a_trial, 60)
+        out, _ = run.communicate(timeout=120)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert run.returncode == 0, out.decode()
+    on_h2 = [t for t in Store(db).trials() if t.policy == "bo@h2"]
+    assert on_h2 and all(t.status == "completed" for t in on_h2), on_h2
+    assert seen and int(seen[0]) in {int(t.params["somaxconn"]) for t in on_h2}
+    audit = (h2.dir / "state" / "audit.log").read_text()  # written by the xrtd of the image
+    assert f"target={SOMAXCONN} " in audit and f"-> {seen[0]} applied" in audit
+    assert f"-> {original[1][SOMAXCONN]} restored" in audit
+    assert [{key: h.sysctl(key) for key in knobs} for h in f.hosts] == original  # restored at the end
 
 
 OWN_A_FLEET = """

@@ -6,6 +6,10 @@ The coordinator reaches each host over TCP on its veth address, as it would a ma
 host's knobs are its namespace's sysctls (xrtd runs inside it). xrtd runs with
 `--lease-action original`: a host whose coordinator is lost goes back to what it had.
 Keys come from `xrtd-bridge --keygen` into the host's state dir. Everything is removed on close.
+
+A host's daemons are the checkout's build/bin, or, given an image, the agent image's: each daemon a
+podman container (docker/podman.sh) in the host's network namespace, with the host's directory
+(socket, state, keys) mounted at the same path and /dev/shm (knob table, signal ring) the machine's.
 """
 
 from __future__ import annotations
@@ -26,14 +30,16 @@ import yaml
 from xtune import paths
 from xtune.host import netns
 from xtune.signals.curve import ClientKeys
+from xtune.testing.images import PODMAN, podman
 
 BRIDGE_PORT = 7207
 OBSERVER_PORT = 5557
 
 
 class SimulatedHost:
-    def __init__(self, root: Path, index: int, subnet: int, tag: str) -> None:
+    def __init__(self, root: Path, index: int, subnet: int, tag: str, image: str | None = None) -> None:
         self.name = f"h{index}"
+        self.image = image  # the agent image the daemons run from; None: the checkout's build/bin
         self.netns = f"xth-{tag}-{index}"
         self.dir = root / self.name
         self.keys_dir = self.dir / "keys"
@@ -59,14 +65,37 @@ class SimulatedHost:
         netns.run("ip", "link", "set", root_dev, "up")
         netns.run("ip", "-n", self.netns, "addr", "add", f"{self.addr}/24", "dev", host_dev)
         netns.run("ip", "-n", self.netns, "link", "set", host_dev, "up")
-        netns.run(str(paths.binary("xrtd-bridge")), "--keygen", str(self.keys_dir))
+        keygen = self._spawn("xrtd-bridge", "--keygen", str(self.keys_dir))
+        if keygen.wait() != 0:
+            log = (self.dir / "xrtd-bridge.log").read_text()
+            raise RuntimeError(f"{self.name}: xrtd-bridge --keygen exited with {keygen.returncode}: {log}")
         return self.start()
 
+    def container(self, name: str) -> str:
+        """The name of the container daemon `name` runs in on an image host."""
+        return f"{self.netns}-{name}"
+
     def _spawn(self, name: str, *argv: str) -> subprocess.Popen[bytes]:
+        if self.image is None:
+            command = ["ip", "netns", "exec", self.netns, str(paths.binary(name))]
+        else:  # in the foreground: its output is the log, its exit the daemon's
+            command = [
+                PODMAN, "run", "--rm", "--replace", "--name", self.container(name), "--privileged",
+                "--network", f"ns:/run/netns/{self.netns}",
+                "--volume", f"{self.dir}:{self.dir}", "--volume", "/dev/shm:/dev/shm",
+                "--volume", "/sys/fs/bpf:/sys/fs/bpf", "--volume", "/sys/kernel/tracing:/sys/kernel/tracing",
+                self.image, name,
+            ]  # fmt: skip
         with open(self.dir / f"{name}.log", "ab") as log:
-            return subprocess.Popen(
-                ["ip", "netns", "exec", self.netns, str(paths.binary(name)), *argv], stdout=log, stderr=log
-            )
+            return subprocess.Popen([*command, *argv], stdout=log, stderr=log)
+
+    def _signal(self, name: str, proc: subprocess.Popen[bytes], signum: int) -> None:
+        """`signum` to daemon `name`: on an image host through podman (a SIGKILL to `podman run`
+        would leave the container running)."""
+        if self.image is None:
+            proc.send_signal(signum)
+        else:
+            podman("kill", "--signal", str(int(signum)), self.container(name), check=False)
 
     def start(self) -> SimulatedHost:
         """Start xrtd and the bridge (again, over the same state dir, after a kill)."""
@@ -99,13 +128,14 @@ class SimulatedHost:
         return self.signals
 
     def _wait(self, proc: subprocess.Popen[bytes], name: str, ready: object) -> None:
-        deadline = time.monotonic() + 10
+        limit = 10 if self.image is None else 30  # a container also starts runc and conmon
+        deadline = time.monotonic() + limit
         while not ready():  # type: ignore[operator]
             if proc.poll() is not None:
                 log = (self.dir / f"{name}.log").read_text()
                 raise RuntimeError(f"{self.name}: {name} exited with {proc.returncode}: {log}")
             if time.monotonic() > deadline:
-                raise RuntimeError(f"{self.name}: {name} not ready within 10 s")
+                raise RuntimeError(f"{self.name}: {name} not ready within {limit} s")
             time.sleep(0.01)
 
     def client_keys(self) -> ClientKeys:
@@ -135,20 +165,23 @@ class SimulatedHost:
 
     def kill(self) -> None:
         """SIGKILL the bridge and xrtd: the host is gone mid-trial."""
-        for proc in (self.bridge_proc, self.xrtd):
+        for name, proc in (("xrtd-bridge", self.bridge_proc), ("xrtd", self.xrtd)):
             if proc is not None and proc.poll() is None:
-                proc.kill()
+                self._signal(name, proc, signal.SIGKILL)
                 proc.wait()
 
     def close(self) -> None:
-        for proc in (self.observer, self.bridge_proc, self.xrtd):
+        daemons = (("xobserve", self.observer), ("xrtd-bridge", self.bridge_proc), ("xrtd", self.xrtd))
+        for name, proc in daemons:
             if proc is not None and proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
+                self._signal(name, proc, signal.SIGTERM)
                 try:
                     proc.wait(timeout=30)
                 except subprocess.TimeoutExpired:
-                    proc.kill()
+                    self._signal(name, proc, signal.SIGKILL)
                     proc.wait()
+            if self.image is not None and proc is not None:  # in case `podman run` itself was killed
+                podman("rm", "--force", "--time", "10", self.container(name), check=False)
         subprocess.run(["ip", "netns", "del", self.netns], check=False, capture_output=True)
         for shm in (self.shm, self._signals_shm):
             if os.path.exists(f"/dev/shm/{shm}"):
@@ -156,13 +189,15 @@ class SimulatedHost:
 
 
 class SimulatedFleet:
-    """N simulated hosts and the hosts file that names them (`hosts.yaml` in `root`)."""
+    """N simulated hosts and the hosts file that names them (`hosts.yaml` in `root`); `images` maps
+    a host's name (h1, h2, ...) to the agent image its daemons run from (the others: build/bin)."""
 
-    def __init__(self, root: Path, count: int) -> None:
+    def __init__(self, root: Path, count: int, images: dict[str, str] | None = None) -> None:
         tag = f"{os.getpid() % 10000}{os.urandom(1).hex()}"
         subnet = 100 + int.from_bytes(os.urandom(1)) % 100
         self.root = root
-        self.hosts = [SimulatedHost(root, i + 1, subnet, tag) for i in range(count)]
+        images = images or {}
+        self.hosts = [SimulatedHost(root, i + 1, subnet, tag, images.get(f"h{i + 1}")) for i in range(count)]
         self.hosts_file = root / "hosts.yaml"
         self._previous: dict[int, Any] = {}  # signal handlers in place before the fleet's
 
