@@ -1,5 +1,6 @@
 """The adaptive loop end to end: a tree decides RX_BATCH_SIZE from BPF signals at 1 ms windows and
-retunes the live, unmodified dataplane server through xrtd's sie-user backend, on a two-phase load.
+retunes the live, unmodified dataplane server through xrtd's sie-user backend, on a two-phase load;
+halfway through the heavy phase its model file is replaced and the run swaps to the new model live.
 
 The tree is written here (few flows → a small batch, many flows → a large one) because this test
 is about the live path; training from measured landscapes is tested in test_adaptive_policy.py.
@@ -7,7 +8,9 @@ is about the live path; training from measured landscapes is tested in test_adap
 
 from __future__ import annotations
 
+import os
 import tempfile
+import threading
 from pathlib import Path
 
 from xtune import paths
@@ -28,7 +31,8 @@ from xtune.tuning.metrics import Metrics
 from xtune.tuning.workload import Workload
 
 FLOWS = "func.dp_round.active_flows.max"
-SMALL, LARGE = 8, 64
+SMALL, LARGE, LARGE_V2 = 8, 64, 32
+SWAP_AT_S = 6.0  # from the run's start: the load's heavy phase runs from 4 to 8 s
 
 SLO = """
 name: adaptive-dataplane
@@ -45,13 +49,13 @@ workload:
 """
 
 
-def flow_tree(path: Path) -> TreeModel:
-    """active flows <= 5 → SMALL, else LARGE; outside [0, 1000] flows → the fallback (SMALL).
+def flow_tree(path: Path, large: int = LARGE) -> TreeModel:
+    """active flows <= 5 → SMALL, else `large`; outside [0, 1000] flows → the fallback (SMALL).
 
     A round holds at most RX_BATCH_SIZE requests, so with SMALL the heavy phase shows up to SMALL
     active flows per round, the light phase (2 flows) at most 2."""
     nodes = [[0, 5.0, 1, 2, 0], [-1, 0.0, -1, -1, 0], [-1, 0.0, -1, -1, 1]]
-    model = TreeModel([FLOWS], ["rx_batch_size"], [[SMALL], [LARGE]], nodes, {}, None)
+    model = TreeModel([FLOWS], ["rx_batch_size"], [[SMALL], [large]], nodes, {}, None)
     model.guard = {"ranges": [[0.0, 1000.0]], "fallback": 0}
     model.save(path)
     return model
@@ -91,9 +95,13 @@ def test_tree_retunes_live_server_at_phase_change(tmp_path: Path) -> None:
                     metrics,
                     Workload(slo.workload),
                 )
+                # A live upgrade as an operator does it: the new model renamed over the file.
+                swap = threading.Timer(SWAP_AT_S, flow_tree_over, (tmp_path / "tree.json",))
+                swap.start()
                 try:
                     runner.run()
                 finally:
+                    swap.cancel()
                     runner.close()
                     reader.close()
                     metrics.close()
@@ -102,12 +110,26 @@ def test_tree_retunes_live_server_at_phase_change(tmp_path: Path) -> None:
     finally:
         server.close()
 
-    decisions = [d for d in RecordingReader(rec).decisions() if d.policy == "tree"]
-    applied = [int(d.values["rx_batch_size"]) for d in decisions if d.extra.get("applied")]
-    assert SMALL in applied and LARGE in applied, f"the tree never followed the load: {applied}"
-    first_large = applied.index(LARGE)
-    assert SMALL in applied[:first_large], "the light phase should run with the small batch first"
-    assert SMALL in applied[first_large:], "back to the small batch when the load is light again"
+    recorded = list(RecordingReader(rec).decisions())
+    (swapped,) = [d for d in recorded if d.policy == "swap"]
+    at = int(swapped.extra["seq"])
+    decisions = [d for d in recorded if d.policy == "tree"]
+    applied = [
+        (int(d.extra["seq"]), int(d.values["rx_batch_size"])) for d in decisions if d.extra.get("applied")
+    ]
+    before = [v for seq, v in applied if seq < at]
+    after = [v for seq, v in applied if seq >= at]
+    assert SMALL in before and LARGE in before, f"the tree never followed the load: {applied}"
+    assert SMALL in before[: before.index(LARGE)], "the light phase should run with the small batch first"
+    assert LARGE not in after and LARGE_V2 in after, f"the new model did not take over at {at}: {applied}"
+    assert after[-1] == SMALL, "back to the small batch when the load is light again"
     assert all("inputs" in d.extra and FLOWS in d.extra["inputs"] for d in decisions)
+    # No tick missed: every frame was decided, the swap's own included, by the model in effect —
+    # the replay, which swaps models where the recording says, makes the same decisions.
     replayed = replay_policy(rec, model, hold=5)
     assert replayed.identical, replayed.differences
+
+
+def flow_tree_over(path: Path) -> None:
+    flow_tree(path.with_name("tree-v2.json"), LARGE_V2)
+    os.replace(path.with_name("tree-v2.json"), path)

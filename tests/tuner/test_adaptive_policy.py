@@ -169,21 +169,47 @@ def test_hysteresis_holds_a_new_setting_for_hold_windows(trained: TreeModel) -> 
 
 def test_live_swap_hands_over_state(trained: TreeModel) -> None:
     many, few = {"dp.active_flows": 64, "dp.arrivals": 2500}, {"dp.active_flows": 4, "dp.arrivals": 300}
-    v1 = TreePolicy(trained, hold=2)
+    v1 = TreePolicy(trained, hold=3)
     v1.decide(many)
-    v1.decide(few)  # candidate 8 waits one more window
+    v1.decide(few)
+    v1.decide(few)  # candidate 8 has won 2 of the 3 windows it needs
     # v2: the same tree with its classes in another order, so indices must be carried by value.
     v2_model = TreeModel(trained.features, trained.knobs, trained.classes[::-1], [], trained.card, None)
     n = len(trained.classes) - 1
     v2_model.nodes = [[f, t, lft, r, n - c] for f, t, lft, r, c in trained.nodes]
     v2 = TreePolicy(v2_model)
     v2.take_over(v1)
-    assert v2.hold == 2 and v2.state.windows == v1.state.windows
-    assert v2.model.classes[v2.state.current] == [64]
-    assert v2.decide(few) == {"batch": 64}  # hysteresis restarts: the swap does not skip a hold
+    assert v2.hold == 3 and v2.state.windows == v1.state.windows
+    assert v2.model.classes[v2.state.current] == [64] and v2.model.classes[v2.state.candidate] == [8]
+    # The streak goes on: the third window takes effect, as it would have without the swap.
     assert v2.decide(few) == {"batch": 8}
     with pytest.raises(ValueError, match="decides"):
         TreePolicy(TreeModel(trained.features, ["other"], trained.classes, trained.nodes, {})).take_over(v1)
+
+
+def test_live_swap_hands_over_the_feature_averages() -> None:
+    """A model reading ewma(...) of a signal continues the average the running model kept for the
+    same text, where a fresh one would start from the first window after the swap."""
+    feature = "ewma(dp.arrivals, 8)"
+    nodes = [[0, 1000.0, 1, 2, 0], [-1, 0.0, -1, -1, 0], [-1, 0.0, -1, -1, 1]]
+    v1 = TreePolicy(TreeModel([feature], ["batch"], [[8], [64]], nodes, {}))
+    for _ in range(30):
+        v1.decide({"dp.arrivals": 2500})
+    assert v1.decide({"dp.arrivals": 2500}) == {"batch": 64}
+    v2 = TreePolicy(
+        TreeModel(
+            ["dp.active_flows", feature],
+            ["batch"],
+            [[64], [8]],
+            [[1, 1000.0, 1, 2, 1], [-1, 0.0, -1, -1, 1], [-1, 0.0, -1, -1, 0]],
+            {},
+        )
+    )
+    fresh = TreePolicy(v2.model)
+    v2.take_over(v1)
+    quiet = {"dp.arrivals": 0.0}  # one quiet window: the average stays high, a fresh one reads 0
+    assert v2.decide(quiet) == {"batch": 64}
+    assert fresh.decide(quiet) == {"batch": 8}
 
 
 def test_replay_reproduces_recorded_decisions_and_names_differences(

@@ -12,7 +12,7 @@ from xtune.knobs.actuator import Actuator
 from xtune.policies import make_policy
 from xtune.signals.frames import ShmFrameReader
 from xtune.trials.store import Store
-from xtune.tuning.guard import Guard
+from xtune.tuning.guard import ChangeWatch, Guard
 from xtune.tuning.loop import Runner
 from xtune.tuning.metrics import Metrics
 from xtune.tuning.workload import Workload
@@ -86,3 +86,22 @@ def test_guard_logic_noise_and_count() -> None:
     tripped = guard.observe({"lat": 31.0})
     assert tripped and tripped[0].value == 31.0
     assert guard.observe({"other": 1.0}) is None  # a window without the signal is not judged
+
+
+def test_a_tree_change_that_held_through_its_watch_becomes_the_last_good_values() -> None:
+    """Unit, tree mode: each change is watched like a trial; once it held for the whole watch it is
+    where a later breach rolls back to, and a change that breaks the SLO during its watch is not."""
+    guard = Guard([parse_slo("lat <= 2 * baseline")], GuardConfig(watch_windows=3, violations=2))
+    guard.set_baseline([{"lat": 10.0}] * 5)
+    watch = ChangeWatch(guard, {"batch": 64})
+    ok, bad = {"lat": 10.0}, {"lat": 100.0}
+    assert watch.observe({"batch": 64}, ok) == ("", [])  # the baseline's values are good already
+    seen = [watch.observe({"batch": 16}, ok)[0] for _ in range(4)]
+    assert seen == ["", "", "good", ""]  # good once, the window its watch ends
+    assert watch.observe({"batch": 8}, ok)[0] == ""
+    kind, violations = watch.observe({"batch": 8}, bad)
+    assert kind == "" and not violations  # one bad window of the two that trip
+    kind, violations = watch.observe({"batch": 8}, bad)
+    assert kind == "trip" and violations[0].value == 100.0 and not watch.settled
+    # Rolled back to 16: watched again as a change, and good again once it holds.
+    assert [watch.observe({"batch": 16}, ok)[0] for _ in range(3)] == ["", "", "good"]

@@ -290,6 +290,7 @@ class FeatureReader:
     def __init__(self, texts: Sequence[str]) -> None:
         # Each ewma is a named slot `ewma__K`, filled before the expression around it is read.
         self._ewmas: list[tuple[str, Node | None, float]] = []
+        self._keys: list[str] = []  # each ewma's text as written: what a successor matches on
         self._parts: list[tuple[str, Node | None]] = []
         for text in texts:
             outer = self._take_ewmas(text.strip())
@@ -315,14 +316,28 @@ class FeatureReader:
             if not m:
                 raise ExprError(f"{text[start : end + 1]!r}: expected ewma(EXPR, N)")
             inner, n = m.group(1).strip(), int(m.group(2))
+            key = "".join(text[start : end + 1].split())
             if n < 1:
                 raise ExprError(f"{text[start : end + 1]!r}: ewma needs a window count of at least 1")
             if _ewma_start(inner) >= 0:
                 inner = self._take_ewmas(inner)
             slot = f"ewma__{len(self._ewmas)}"
+            self._keys.append(key)
             self._ewmas.append((inner, None if _NAME.fullmatch(inner) else parse(inner), 2.0 / (n + 1)))
             text = text[:start] + slot + text[end + 1 :]
         return text
+
+    def take_over(self, previous: FeatureReader) -> int:
+        """Continue the averages `previous` kept for the same ewma texts (a live model swap: the
+        new model's features start where the old ones were, not from their first window).
+        Returns how many averages carried over."""
+        theirs = dict(zip(previous._keys, previous._state, strict=True))
+        carried = 0
+        for i, key in enumerate(self._keys):
+            if theirs.get(key) is not None:
+                self._state[i] = theirs[key]
+                carried += 1
+        return carried
 
     def __call__(self, values: Mapping[str, float]) -> list[float]:
         if self._ewmas:

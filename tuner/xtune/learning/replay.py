@@ -3,7 +3,9 @@
 The live loop records every change of the tree's choice with the frame's sequence number (see
 `FramePump._decide`); a replay feeds the same frames, in order, to a fresh policy and lists where
 its choices differ. Identical decisions show that a model (or a new version of it) behaves as the
-recorded one did on that traffic before it goes live.
+recorded one did on that traffic before it goes live. A recording of a run whose model was
+swapped live holds the new model at the frame where it took over; the replay swaps there too
+(with the same handover of state), so the whole run is reproduced, not only its first model.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ class ReplayResult:
 
 
 def replay_policy(recording: str | Path, model: TreeModel, hold: int = 1) -> ReplayResult:
+    """`model` as the model the run started with; later models come from the recording."""
     policy = TreePolicy(model, hold)
     catalog: Catalog | None = None
     frames = 0
@@ -47,8 +50,12 @@ def replay_policy(recording: str | Path, model: TreeModel, hold: int = 1) -> Rep
                 replayed.append((frame.seq, dict(choice)))
         elif rec.type == RecordType.DECISION:
             d = Decision.from_json(rec.payload)
-            if d.policy == "tree" and "seq" in d.extra:
-                values = {k: d.values[k] for k in model.knobs if k in d.values}
+            if d.policy == "swap":
+                successor = TreePolicy(TreeModel.from_doc(d.extra.get("model"), f"{recording}: swap"))
+                successor.take_over(policy)
+                policy = successor
+            elif d.policy == "tree" and "seq" in d.extra:
+                values = {k: d.values[k] for k in policy.model.knobs if k in d.values}
                 # A choice made while the loop held the tree off is recorded again when applied.
                 if not recorded or recorded[-1][1] != values:
                     recorded.append((int(d.extra["seq"]), values))

@@ -64,7 +64,8 @@ class TreeModel:
             )
         return cls(list(features), list(knobs), [list(map(int, c)) for c in classes], nodes, card)
 
-    def save(self, path: str | Path) -> None:
+    def to_doc(self) -> dict[str, Any]:
+        """The model as the JSON document `save` writes (also recorded at a live swap)."""
         doc = {
             "version": MODEL_VERSION,
             "kind": "decision-tree",
@@ -76,7 +77,10 @@ class TreeModel:
         }
         if self.guard is not None:
             doc["guard"] = self.guard
-        Path(path).write_text(json.dumps(doc, indent=1) + "\n")
+        return doc
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_doc(), indent=1) + "\n")
 
     @classmethod
     def load(cls, path: str | Path) -> TreeModel:
@@ -84,12 +88,29 @@ class TreeModel:
             doc = json.loads(Path(path).read_text())
         except (OSError, ValueError) as e:
             raise ValueError(f"{path}: cannot read the tree model: {e}") from e
-        if doc.get("version") != MODEL_VERSION or doc.get("kind") != "decision-tree":
-            raise ValueError(f"{path}: not a version-{MODEL_VERSION} decision-tree model")
-        model = cls(
-            doc["features"], doc["knobs"], doc["classes"], doc["nodes"], doc.get("card", {}), doc.get("guard")
-        )
-        model._check(str(path))
+        return cls.from_doc(doc, str(path))
+
+    @classmethod
+    def from_doc(cls, doc: Any, where: str) -> TreeModel:
+        """A model from its JSON document, checked; errors name `where` it came from."""
+        if (
+            not isinstance(doc, dict)
+            or doc.get("version") != MODEL_VERSION
+            or doc.get("kind") != "decision-tree"
+        ):
+            raise ValueError(f"{where}: not a version-{MODEL_VERSION} decision-tree model")
+        try:
+            model = cls(
+                doc["features"],
+                doc["knobs"],
+                doc["classes"],
+                doc["nodes"],
+                doc.get("card", {}),
+                doc.get("guard"),
+            )
+        except KeyError as e:
+            raise ValueError(f"{where}: the model has no {e.args[0]!r}") from e
+        model._check(where)
         return model
 
     def _check(self, where: str) -> None:
@@ -227,17 +248,26 @@ class TreePolicy:
         self.reason = ""
 
     def take_over(self, previous: TreePolicy) -> None:
-        """Continue from `previous`'s state (a live model swap; cheap, runs on the frame path)."""
+        """Continue from `previous` (a live model swap; cheap, runs on the frame path): the setting
+        in effect, the hysteresis streak, the fallback state and the feature averages go on as if
+        one model had run all along, where the new model knows the same settings and features."""
         if previous.model.knobs != self.model.knobs:
             raise ValueError(f"model decides {self.model.knobs}, the running one {previous.model.knobs}")
         state = PolicyState(**vars(previous.state))
-        if state.current is not None:
-            # The setting in effect carries over by value: class indices differ between models.
-            setting = previous.model.classes[state.current]
-            state.current = self.model.classes.index(setting) if setting in self.model.classes else None
-        state.candidate, state.streak = None, 0
+        # Settings carry over by value: class indices differ between models.
+        state.current = self._same_class(previous, state.current)
+        state.candidate = self._same_class(previous, state.candidate)
+        if state.candidate is None:
+            state.streak = 0
         self.state = state
         self.hold = previous.hold
+        self._read.take_over(previous._read)
+
+    def _same_class(self, previous: TreePolicy, index: int | None) -> int | None:
+        if index is None:
+            return None
+        setting = previous.model.classes[index]
+        return self.model.classes.index(setting) if setting in self.model.classes else None
 
     def choose(self, x: Sequence[float]) -> int:
         """The class for one feature vector: the tree's, or the fallback outside the ranges."""

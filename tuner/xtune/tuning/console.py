@@ -135,9 +135,12 @@ class Progress:
         elif event == "kept":
             c.print(f"[yellow]no gain[/]: {data['reason']}", highlight=False)
         elif event == "rollback":
-            c.print(f"[red]rollback[/] after {data['windows']} window(s): {data['reason']}", highlight=False)
+            after = f" after {data['windows']} window(s)" if data["windows"] is not None else ""
+            c.print(f"[red]rollback[/]{after}: {data['reason']}", highlight=False)
         elif event == "warn":
             c.print(f"[yellow]SLO warning[/]: {data['violations']}", highlight=False)
+        elif event == "swap":
+            c.print(f"[{'red' if data['refused'] else 'green'}]swap[/]: {data['reason']}", highlight=False)
 
 
 def before_after(result: RunResult, console: Console | None = None, units: RunUnits | None = None) -> Table:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from xtune.config.expr import Comparison, MissingSignal, evaluate
 from xtune.config.schema import Guard as GuardConfig
@@ -111,3 +112,29 @@ class Guard:
         elif not self.watching:
             self._bad = 0
         return None
+
+
+@dataclass
+class ChangeWatch:
+    """The guard over a policy that changes knobs by itself (a tree, every window): each change is
+    watched like a trial, and one that held the SLO through its whole watch becomes the last good
+    values, where a later breach rolls back to (not to the baseline: the compiled value may be the
+    worst one for the load of the moment)."""
+
+    guard: Guard
+    values: dict[str, Any]  # in effect now; the baseline's values are good
+    settled: bool = True  # `values` held the SLO for a whole watch
+
+    def observe(self, current: Mapping[str, Any], window: Mapping[str, float]) -> tuple[str, list[Violation]]:
+        """One window at the `current` values: ("trip", violations) when the guard trips; ("good", [])
+        the first window after a change held through its watch; else ("", [])."""
+        if current != self.values:
+            self.values, self.settled = dict(current), False
+            self.guard.watch()
+        bad = self.guard.observe(window)
+        if bad:
+            return "trip", bad
+        if not self.settled and not self.guard.watching:
+            self.settled = True
+            return "good", []
+        return "", []

@@ -34,8 +34,9 @@ from xtune.signals.frames import Frame, FrameReader
 from xtune.signals.recording import Decision, KnobChange, RecordingWriter
 from xtune.signals.window import Window, WindowAggregator
 from xtune.trials.store import Store, StoredTrial
-from xtune.tuning.guard import Guard, Violation
+from xtune.tuning.guard import ChangeWatch, Guard, Violation
 from xtune.tuning.metrics import Metrics
+from xtune.tuning.model_file import ModelFile
 from xtune.tuning.workload import Workload
 
 
@@ -70,7 +71,8 @@ class FramePump(threading.Thread):
         self._halt = threading.Event()
         self._reset = threading.Event()
         self._last: dict[str, int] | None = None
-        self._next_tree: TreePolicy | None = None
+        self._next_tree: tuple[TreePolicy, str] | None = None
+        self.swaps = 0
         self._chosen: dict[str, int] | None = None
         self._catalog_seen: object = None
         self._lost_seen = 0
@@ -81,9 +83,6 @@ class FramePump(threading.Thread):
         not its choice may be applied; each change of its choice is recorded with its inputs and
         whether it was applied, which is what `xtune replay --policy` reproduces."""
         assert self.tree is not None and self.actuator is not None
-        if self._next_tree is not None:
-            self._next_tree.take_over(self.tree)
-            self.tree, self._next_tree = self._next_tree, None
         tree = self.tree
         decision = tree.decide(frame.values, frame.empty)
         apply = not paused and decision != self._last
@@ -103,7 +102,7 @@ class FramePump(threading.Thread):
             self.recorder.append_decision(Decision("tree", dict(decision), tree.reason, extra=extra))
         self._chosen = decision
 
-    def swap(self, policy: TreePolicy) -> None:
+    def swap(self, policy: TreePolicy, reason: str) -> None:
         """Replace the running tree at the next frame, handing over its state; no frame is skipped.
 
         The new model is loaded and compiled by the caller, off the frame path.
@@ -112,7 +111,19 @@ class FramePump(threading.Thread):
             raise ValueError("no tree policy is running")
         if policy.model.knobs != self.tree.model.knobs:
             raise ValueError(f"model decides {policy.model.knobs}, the running one {self.tree.model.knobs}")
-        self._next_tree = policy
+        self._next_tree = (policy, reason)
+
+    def _swap(self, seq: int) -> None:
+        """The swap, before the frame `seq` is recorded and decided: the recording holds the new
+        model there, so a replay switches models at the same frame."""
+        assert self.tree is not None and self._next_tree is not None
+        policy, reason = self._next_tree
+        policy.take_over(self.tree)
+        self.tree, self._next_tree = policy, None
+        self.swaps += 1
+        if self.recorder is not None:
+            extra = {"seq": seq, "model": policy.model.to_doc()}
+            self.recorder.append_decision(Decision("swap", {}, reason, extra=extra))
 
     def reset(self, timeout: float = 5.0) -> None:
         """Start a fresh window at the next frame; drop the windows closed before it."""
@@ -151,6 +162,8 @@ class FramePump(threading.Thread):
                 while not self.windows.empty():
                     self.windows.get_nowait()
                 self._reset.clear()
+            if self._next_tree is not None:
+                self._swap(frame.seq)
             if self.recorder is not None:
                 self.recorder.append_frame_of(frame.raw, self.reader.catalog)
             if self.tree is not None and self.actuator is not None:
@@ -197,6 +210,8 @@ class Summary:
 # gone, a benchmark that no longer runs): the run stops with the last reason instead of spending
 # its budget on failures.
 MAX_FAILURES_IN_A_ROW = 3
+# How often a tree run looks for a replaced model file (one stat per look).
+MODEL_LOOK_S = 0.5
 
 
 class TrialFailed(RuntimeError):
@@ -589,30 +604,58 @@ class Runner:
 
         The tree decides on the frame path; this loop only measures and guards, and may fall
         behind at 1 ms windows, so the run lasts budget × window_ms of time, not of windows read.
+        A change that held the SLO through its watch becomes the last good values; a breach rolls
+        back there. A replaced model file is swapped in live (tuning/model_file.py).
         """
-        assert self.tree is not None
+        assert self.tree is not None and self.slo.policy.model is not None
         rows: list[tuple[float, list[float | None]]] = []
-        last = dict(self.actuator.current)
-        self.guard.watch()
+        watch = ChangeWatch(self.guard, dict(self.actuator.current))
+        model_file = ModelFile(self.slo.policy.model)
+        next_look = 0.0
         deadline = time.monotonic() + self.slo.policy.budget * self.slo.policy.window_ms / 1000
-        while time.monotonic() < deadline:
+        while (now := time.monotonic()) < deadline:
+            if now >= next_look:
+                next_look = now + MODEL_LOOK_S
+                if model_file.replaced():
+                    self._swap_model(model_file)
             window = self.next_window()
             obj, lhs = self._record_window("measure", window.values, None)
             if obj is not None:
                 rows.append((obj, lhs))
-            if self.actuator.current != last:
-                last = dict(self.actuator.current)
-                self.guard.watch()
-            bad = self.guard.observe(window.values)
-            if bad and self.slo.guard.action == "rollback":
+            kind, bad = watch.observe(self.actuator.current, window.values)
+            if kind == "good" and self.actuator.read_applied() == watch.values:
+                self.actuator.mark_good()
+                if self.actuator.read_applied() != watch.values:  # the tree moved on meanwhile
+                    watch.settled = False
+            elif kind == "trip" and self.slo.guard.action == "rollback":
                 # Hold the tree off while the restored values settle.
                 pause = (self.slo.guard.watch_windows * self.slo.policy.window_ms) / 1000
                 self.pump.tree_paused_until = time.perf_counter() + pause
                 restored = self.actuator.rollback("guard: tree decision broke the SLO")
                 reason = "; ".join(v.line for v in bad)
-                self.store.add_rollback(self.experiment_id, None, reason, last, restored, 0)
+                self.store.add_rollback(self.experiment_id, None, reason, watch.values, restored, 0)
                 self.metrics.rollbacks.labels(self.metrics.experiment).inc()
+                self.progress("rollback", {"index": None, "reason": reason, "windows": None})
+            elif kind == "trip":
+                self.progress("warn", {"violations": bad, "trial": None})
         return Summary.of(rows, len(self.lines))
+
+    def _swap_model(self, model_file: ModelFile) -> None:
+        """Load the replaced model off the frame path and hand it to the pump; a file that does not
+        load (or decides other knobs) is refused and the running model stays."""
+        assert self.tree is not None
+        old = model_file.digest
+        try:
+            policy = TreePolicy(model_file.load(), self.tree.hold)
+            reason = f"model {model_file.path} replaced: {old} -> {model_file.digest}"
+            self.pump.swap(policy, reason)
+        except ValueError as e:
+            reason = f"model {model_file.path} replaced but refused, {old} stays: {e}"
+            self.progress("swap", {"reason": reason, "refused": True})
+            self.store.add_decision(self.experiment_id, "swap", {}, reason)
+            return
+        self.progress("swap", {"reason": reason, "refused": False})
+        self.store.add_decision(self.experiment_id, "swap", {}, reason)
 
     def best(self, trials: list[TrialResult]) -> dict[str, Any] | None:
         """The trial with the best measured objective among those that met the SLO."""
