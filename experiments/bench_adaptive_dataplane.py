@@ -41,24 +41,16 @@ from pathlib import Path
 from resultfile import write_result
 from xtune import paths
 from xtune.config import load_text
+from xtune.demo import dataplane_policy
 from xtune.demo.dataplane_load import loadgen, phase_p99, throughput
 from xtune.demo.dataplane_policy import (
-    FEATURES,
     HOLD,
-    NEIGHBOURS,
-    OBJECTIVE,
-    OBJECTIVE_QUANTILE,
-    PREFER,
-    THROUGHPUT,
-    TOLERANCE,
-    WATCH,
     probes,
     values_over_time,
 )
 from xtune.host.services import Services, free_port
 from xtune.knobs.actuator import Actuator
 from xtune.learning.sweep import record_sweep
-from xtune.learning.train import train_regimes
 from xtune.policies.tree import TreeModel, TreePolicy
 from xtune.sie import attach as eng
 from xtune.sie.analyze import analyze
@@ -303,20 +295,7 @@ def evaluate(
     res: dict = {}
     sweep(actuator, reader, grid, TRAIN, port, work / "train.xtrec", sweep_s, 1, SWEEP_ROUNDS)
     sweep(actuator, reader, grid, HELDOUT, port, work / "heldout.xtrec", sweep_s * 0.7, 2)
-    model = train_regimes(
-        [work / "train.xtrec"],
-        [work / "heldout.xtrec"],
-        KNOB,
-        OBJECTIVE,
-        THROUGHPUT,
-        work / "model.json",
-        FEATURES,
-        objective_quantile=OBJECTIVE_QUANTILE,
-        tolerance=TOLERANCE,
-        neighbours=NEIGHBOURS,
-        watch=WATCH,
-        prefer=PREFER,
-    )
+    model = dataplane_policy.train(work / "train.xtrec", work / "heldout.xtrec", KNOB, work / "model.json")
     res["train_card"] = model.card
     res["decision_us"] = model.card.get("decision_us")
 

@@ -30,20 +30,13 @@ from xtune import paths
 sys.path.insert(0, str(paths.ROOT / "experiments"))
 import bench_adaptive_dataplane as bench  # noqa: E402  (the benchmark's definitions, not a copy)
 from xtune.config import load_text  # noqa: E402
+from xtune.demo import dataplane_policy  # noqa: E402
 from xtune.demo.dataplane_policy import (  # noqa: E402
-    FEATURES,
-    NEIGHBOURS,
-    OBJECTIVE,
-    OBJECTIVE_QUANTILE,
-    PREFER,
-    THROUGHPUT,
-    TOLERANCE,
     WATCH,
     probes,
 )
 from xtune.host.services import Services, free_port  # noqa: E402
 from xtune.knobs.actuator import Actuator  # noqa: E402
-from xtune.learning.train import train_regimes  # noqa: E402
 from xtune.policies.tree import TreeModel  # noqa: E402
 from xtune.sie import attach as eng  # noqa: E402
 from xtune.sie.analyze import analyze  # noqa: E402
@@ -91,20 +84,7 @@ def main() -> int:
                     reader.close()
                     actuator.close(restore=True)
                 recorded_s = time.time() - started
-            model = train_regimes(
-                [train],
-                [heldout],
-                bench.KNOB,
-                OBJECTIVE,
-                THROUGHPUT,
-                OUT / "model.json",
-                FEATURES,
-                objective_quantile=OBJECTIVE_QUANTILE,
-                tolerance=TOLERANCE,
-                neighbours=NEIGHBOURS,
-                watch=WATCH,
-                prefer=PREFER,
-            )
+            model = dataplane_policy.train(train, heldout, bench.KNOB, OUT / "model.json")
         if not eng.spans_hold_original(server.pid, table):
             print("the server's text differs from its binary after the sweeps", file=sys.stderr)
             return 1

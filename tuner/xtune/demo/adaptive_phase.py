@@ -28,16 +28,10 @@ from rich.table import Table
 from xtune import paths
 from xtune.config import load_text
 from xtune.config.units import format_value
+from xtune.demo import dataplane_policy
 from xtune.demo.dataplane_load import loadgen, phase_p99, throughput
 from xtune.demo.dataplane_policy import (
-    FEATURES,
     HOLD,
-    OBJECTIVE,
-    OBJECTIVE_QUANTILE,
-    PREFER,
-    THROUGHPUT,
-    TOLERANCE,
-    WATCH,
     probes,
     values_over_time,
 )
@@ -45,7 +39,6 @@ from xtune.demo.sie_phase import CONST, KNOB, Server, dataplane_spec
 from xtune.host.services import Services
 from xtune.knobs.actuator import Actuator
 from xtune.learning.sweep import record_sweep
-from xtune.learning.train import train_regimes
 from xtune.policies.tree import TreeModel, TreePolicy
 from xtune.sie import attach as eng
 from xtune.sie.analyze import analyze
@@ -181,19 +174,8 @@ def _train(
     record_sweep(
         actuator, reader, KNOB, grid, commands(HELDOUT), work / "heldout.xtrec", seconds / 2, settle, seed=2
     )
-    return train_regimes(
-        [work / "train.xtrec"],
-        [work / "heldout.xtrec"],
-        KNOB,
-        OBJECTIVE,
-        THROUGHPUT,
-        folder / "model.json",
-        FEATURES,
-        objective_quantile=OBJECTIVE_QUANTILE,
-        tolerance=TOLERANCE,
-        neighbours=NEIGHBOURS,
-        watch=WATCH,
-        prefer=PREFER,
+    return dataplane_policy.train(
+        work / "train.xtrec", work / "heldout.xtrec", KNOB, folder / "model.json", NEIGHBOURS
     )
 
 

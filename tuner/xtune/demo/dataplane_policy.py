@@ -1,17 +1,19 @@
 """How a tree for the dataplane server's RX_BATCH_SIZE is trained and read back: one definition.
 
 experiments/bench_adaptive_dataplane.py (the full benchmark of the adaptive loop) and the demo's
-third phase (adaptive_phase.py) observe the server with the same probes, train with
-`xtune.learning.train.train_regimes` on these settings and run the tree with this hysteresis, so
-the two never drift apart (NEIGHBOURS is the benchmark's: the demo's sweep has 4 regimes, not 11,
-and sets its own). The settings come from the benchmark's measurements; the comments say what
-each one answers.
+third phase (adaptive_phase.py) observe the server with the same probes, train with `train`
+below (as does the shipped model's recipe, models/recipes/dataplane_rx_batch.py) and run the tree
+with this hysteresis, so they never drift apart (NEIGHBOURS is the benchmark's: the demo's sweep
+has 4 regimes, not 11, and passes its own). The settings come from the benchmark's measurements;
+the comments say what each one answers.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from xtune.learning.train import train_regimes
+from xtune.policies.tree import TreeModel
 from xtune.signals.recording import RecordingReader
 
 OBJECTIVE = "func.dp_round.oldest_age_us.max"
@@ -58,6 +60,24 @@ PREFER = "larger"
 # smaller one: with the fast average's noise (a Poisson count per window), a short hold flapped
 # between neighbouring values near a threshold (16 -> 8 at 34k req/s queues) every few windows.
 HOLD = 20
+
+
+def train(train: Path, heldout: Path, knob: str, out: Path, neighbours: int = NEIGHBOURS) -> TreeModel:
+    """A tree for `knob` from a sweep recording, its card from a held-out one, saved to `out`."""
+    return train_regimes(
+        [train],
+        [heldout],
+        knob,
+        OBJECTIVE,
+        THROUGHPUT,
+        out,
+        FEATURES,
+        objective_quantile=OBJECTIVE_QUANTILE,
+        tolerance=TOLERANCE,
+        neighbours=neighbours,
+        watch=WATCH,
+        prefer=PREFER,
+    )
 
 
 def probes(binary: Path | str) -> list[str]:
