@@ -33,6 +33,7 @@ SOURCES = [
     "experiments/bench_sie_user.py",
 ]
 CALLS = 2_000_000
+IDLE_S, IDLE_ROUNDS = 60.0, 3  # first changes after a minute without one
 
 
 class Hitloop:
@@ -83,32 +84,38 @@ def hit_costs(table: ScopeTable) -> dict[str, float]:
     return out
 
 
-def write_to_effect(table: ScopeTable, rounds: int = 300) -> dict[str, float]:
+def write_to_effect(table: ScopeTable, rounds: int = 300, idle_rounds: int = IDLE_ROUNDS) -> dict:
     """From `set` (control socket -> engine stops the threads, quiescence, value word written,
-    threads resumed) to the first call that returns the new result, one change every ~2 ms."""
+    threads resumed) to the first call that returns the new result, one change every ~2 ms; then
+    `idle_rounds` first changes after IDLE_S seconds without one (the engine and its threads
+    asleep, caches and the CPU's idle state cold)."""
     h = Hitloop(table.binary.path)
     try:
         eng.attach(h.p.pid, table, ["K"])
-        lat = []
-        for i in range(rounds):
+
+        def change(i: int, quiet_s: float) -> float:
             v = 250 if i % 2 else 150  # inside the validated range, a change every round
-            assert h.p.stdin is not None
+            assert h.p.stdin is not None and h.p.stdout is not None
             h.p.stdin.write(f"watch {v}\n")
             h.p.stdin.flush()
-            time.sleep(0.002)  # the target is spinning on compute(0) now
+            time.sleep(quiet_s)  # the target is spinning on compute(0) now
             t0 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
             eng.set_value(h.p.pid, "K", v)
-            assert h.p.stdout is not None
-            lat.append((int(h.p.stdout.readline()) - t0) / 1000)
+            return (int(h.p.stdout.readline()) - t0) / 1000
+
+        lat = sorted(change(i, 0.002) for i in range(rounds))
+        idle = [change(rounds + i, IDLE_S) for i in range(idle_rounds)]
         eng.detach(h.p.pid)
     finally:
         h.close()
-    lat.sort()
     return {
         "p50_us": round(lat[len(lat) // 2], 2),
         "p99_us": round(lat[len(lat) * 99 // 100], 2),
         "max_us": round(lat[-1], 2),
         "rounds": rounds,
+        "after_idle_us": [round(x, 2) for x in idle],
+        "after_idle_max_us": round(max(idle, default=0.0), 2),
+        "idle_s": IDLE_S,
         "note": "measured from Python (socket round trip included), so an upper bound",
     }
 
