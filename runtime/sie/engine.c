@@ -552,11 +552,10 @@ int sie_arm(pid_t pid, struct sie_plan *p, const struct sie_opts *o, struct sie_
 
 	memset(s, 0, sizeof(*s));
 	s->pid = pid;
-	if (sie_find_bias(pid, p, &s->bias, err))
+	/* Attached first: a main thread that has exited is refused with that reason. */
+	if (target_attach(&t, pid, 0, err))
 		return -1;
-	if (target_attach(&t, pid, err))
-		return -1;
-	rc = sie_arm_stopped(&t, p, o, s, err);
+	rc = sie_find_bias(pid, p, &s->bias, err) || sie_arm_stopped(&t, p, o, s, err) ? -1 : 0;
 	target_detach(&t);
 	return rc;
 }
@@ -600,7 +599,8 @@ int sie_disarm(struct sie_plan *p, const struct sie_opts *o, struct sie_state *s
 	static struct target t;
 	int rc;
 
-	if (target_attach(&t, s->pid, err))
+	/* A main thread that has exited since arming: the live threads run on patched code. */
+	if (target_attach(&t, s->pid, 1, err))
 		return -1;
 	/* Checked once attached: from then on the pid cannot be reused under us. */
 	if (t.start_time != s->start_time) {

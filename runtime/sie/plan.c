@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sie.h"
@@ -227,16 +228,55 @@ bad:
 	return -1;
 }
 
+/*
+ * The state file as sie_state_write left it: never through a link, a regular file of root's or
+ * ours that no one else may write (disarm writes bytes into the process it names). O_NONBLOCK: a
+ * FIFO in its place is refused, not waited on.
+ */
+static FILE *state_open(const char *path, char err[SIE_ERR_LEN])
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	FILE *f;
+
+	if (fd < 0) {
+		if (errno == ELOOP)
+			snprintf(err, SIE_ERR_LEN,
+				 "refused: state %s is a symbolic link: give the path of the file "
+				 "the engine wrote",
+				 path);
+		else
+			snprintf(err, SIE_ERR_LEN, "state %s: %s", path, strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+		snprintf(err, SIE_ERR_LEN, "refused: state %s is not a regular file", path);
+	else if (st.st_uid != 0 && st.st_uid != geteuid())
+		snprintf(err, SIE_ERR_LEN,
+			 "refused: state %s is owned by uid %u, neither root nor this engine's "
+			 "(uid %u)",
+			 path, st.st_uid, geteuid());
+	else if (st.st_mode & (S_IWGRP | S_IWOTH))
+		snprintf(err, SIE_ERR_LEN,
+			 "refused: state %s may be written by others (mode %03o; the engine writes "
+			 "it 0600)",
+			 path, st.st_mode & 0777);
+	else if ((f = fdopen(fd, "r")))
+		return f;
+	else
+		snprintf(err, SIE_ERR_LEN, "state %s: %s", path, strerror(errno));
+	close(fd);
+	return NULL;
+}
+
 int sie_state_read(const char *path, struct sie_state *s, char err[SIE_ERR_LEN])
 {
-	FILE *f = fopen(path, "r");
+	FILE *f = state_open(path, err);
 	int n;
 
 	memset(s, 0, sizeof(*s));
-	if (!f) {
-		snprintf(err, SIE_ERR_LEN, "state %s: %s", path, strerror(errno));
+	if (!f)
 		return -1;
-	}
 	n = fscanf(f, "pid %d bias %lx tramp %lx %lx knobs %lx %lx server %d start %llu", &s->pid,
 		   &s->bias, &s->tramp_addr, &s->tramp_size, &s->knob_addr, &s->knob_size,
 		   &s->server, &s->start_time);

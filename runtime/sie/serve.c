@@ -172,9 +172,10 @@ static int arm_attached(struct target *t, pid_t pid, struct sie_plan *p, const s
 {
 	memset(s, 0, sizeof(*s));
 	s->pid = pid;
-	if (sie_find_bias(pid, p, &s->bias, err) || target_attach(t, pid, err))
+	/* Attached first: a main thread that has exited is refused with that reason. */
+	if (target_attach(t, pid, 0, err))
 		return -1;
-	if (sie_arm_stopped(t, p, o, s, err)) {
+	if (sie_find_bias(pid, p, &s->bias, err) || sie_arm_stopped(t, p, o, s, err)) {
 		target_detach(t);
 		return -1;
 	}
@@ -209,14 +210,8 @@ static int disarm_attached(struct target *t, struct sie_plan *p, const struct si
 /* The process exited or called exec: nothing of ours is left in it; let it go. */
 static int ended(struct target *t, char err[SIE_ERR_LEN])
 {
-	if (target_alive(t) && !t->execed)
+	if (!target_ended(t, err))
 		return 0;
-	snprintf(
-		err, SIE_ERR_LEN,
-		t->execed
-			? "pid %d called exec: its new program runs unpatched; the engine let it go"
-			: "pid %d exited",
-		t->pid);
 	target_detach(t);
 	return 1;
 }
@@ -251,9 +246,7 @@ static int command(struct target *t, struct sie_plan *p, const struct sie_opts *
 	}
 	if (sscanf(line, "set %63s %lld", name, &v) != 2)
 		snprintf(err, sizeof(err), "malformed command '%.100s'", line);
-	else if (!target_alive(t))
-		snprintf(err, sizeof(err), "pid %d exited", t->pid);
-	else if (!sie_set_value(t, p, s, o, name, v, err))
+	else if (!target_ended(t, err) && !sie_set_value(t, p, s, o, name, v, err))
 		dprintf(out, "ok %s %lld\n", name, v);
 	if (err[0])
 		dprintf(out, "err %s\n", err);

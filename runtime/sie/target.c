@@ -261,10 +261,10 @@ void target_find_uprobes(struct target *t)
 	fclose(f);
 }
 
-int target_attach(struct target *t, pid_t pid, char err[SIE_ERR_LEN])
+int target_attach(struct target *t, pid_t pid, int zombie_leader_ok, char err[SIE_ERR_LEN])
 {
 	char path[64];
-	int added;
+	int added, zombie_leader;
 
 	memset(t, 0, sizeof(*t));
 	t->pid = pid;
@@ -308,22 +308,24 @@ int target_attach(struct target *t, pid_t pid, char err[SIE_ERR_LEN])
 		target_detach(t);
 		return -1;
 	}
-	if (task_state(pid, pid) == 'Z' && target_alive(t)) {
+	/* A zombie leader cannot be seized: the live threads make the process. */
+	zombie_leader = task_state(pid, pid) == 'Z' && target_alive(t);
+	if (zombie_leader && !zombie_leader_ok) {
 		snprintf(err, SIE_ERR_LEN,
 			 "refused: the main thread of pid %d has exited while other threads run; "
-			 "/proc/%d no longer shows its memory, so the engine cannot check it "
-			 "(attach "
-			 "before the main thread exits); nothing was changed",
+			 "arming reads the process through /proc/%d, which no longer shows its "
+			 "executable or memory (arm before the main thread exits); nothing was "
+			 "changed",
 			 pid, pid);
 		target_detach(t);
 		return -1;
 	}
-	if (!t->nthreads || t->threads[0].tid != pid || t->threads[0].gone) {
+	if (!zombie_leader && (!t->nthreads || t->threads[0].tid != pid || t->threads[0].gone)) {
 		snprintf(err, SIE_ERR_LEN, "pid %d: cannot attach (exited, or not permitted)", pid);
 		target_detach(t);
 		return -1;
 	}
-	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
+	snprintf(path, sizeof(path), "/proc/%d/mem", target_proc(t));
 	t->mem_fd = open(path, O_RDWR | O_CLOEXEC);
 	if (t->mem_fd < 0) {
 		snprintf(err, SIE_ERR_LEN, "%s: %s", path, strerror(errno));
@@ -354,25 +356,29 @@ int target_stop(struct target *t, int busy_only, char err[SIE_ERR_LEN])
 	 * already and their stop consumed: an INTERRUPT would never be reported, and waiting for
 	 * one would hang the engine with the whole process stopped.
 	 */
-	int live = 0, n = t->nthreads;
+	int n = t->nthreads;
 
 	for (int i = 0; i < n; i++) {
 		struct thread *th = &t->threads[i];
 
-		if (th->gone)
-			continue;
-		if (busy_only && !th->busy) {
-			live++;
-			continue;
-		}
-		if (!stop_thread(t, th))
-			live++;
+		if (!th->gone && (!busy_only || th->busy))
+			stop_thread(t, th);
 	}
-	if (!live) {
+	/* An exec by the thread let run (a stopped one's comes at its stop) ends the change. */
+	return target_ended(t, err) ? -1 : 0;
+}
+
+int target_ended(const struct target *t, char err[SIE_ERR_LEN])
+{
+	if (t->execed)
+		snprintf(err, SIE_ERR_LEN,
+			 "pid %d called exec: its new program runs unpatched; the engine let it go",
+			 t->pid);
+	else if (!target_alive(t))
 		snprintf(err, SIE_ERR_LEN, "pid %d exited", t->pid);
-		return -1;
-	}
-	return 0;
+	else
+		return 0;
+	return 1;
 }
 
 void target_detach(struct target *t)

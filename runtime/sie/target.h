@@ -44,8 +44,12 @@ struct target {
 	uint64_t uprobes_lo, uprobes_hi;
 };
 
-/* Seize and stop every thread (including ones created meanwhile, followed through clone). */
-int target_attach(struct target *t, pid_t pid, char err[SIE_ERR_LEN]);
+/*
+ * Seize and stop every thread (including ones created meanwhile, followed through clone). A main
+ * thread that has exited while others run (pthread_exit) is refused unless `zombie_leader_ok`
+ * (disarm): the memory is then reached through a live thread.
+ */
+int target_attach(struct target *t, pid_t pid, int zombie_leader_ok, char err[SIE_ERR_LEN]);
 /*
  * waitpid for one thread of the target. The kernel reports a group leader's exit only once every
  * other thread's exit was reaped: waiting for the leader ends (-1, ESRCH) once it is a zombie, so
@@ -65,6 +69,8 @@ void target_detach(struct target *t);
 void target_event(struct target *t, pid_t tid, int status);
 /* A stop of a task we do not know: a new thread is added, a fork child is held for its event. */
 void target_unknown_stop(struct target *t, pid_t tid);
+/* The process exited or called exec (its new program is not ours): 1, with which in err. */
+int target_ended(const struct target *t, char err[SIE_ERR_LEN]);
 /* Some thread has not exited: the process lives (its leader may have called pthread_exit). */
 int target_alive(const struct target *t);
 /* The index of the first thread that has not exited, -1 when none is left. */

@@ -89,18 +89,26 @@ def test_fork_child_runs_original_code(engine, int3):
         t.close()
 
 
-def test_exec_ends_the_attachment(engine):
-    table = fork_target()
+@pytest.mark.parametrize("thread", ["main", "worker"])
+def test_exec_ends_the_attachment(engine, thread):
+    """exec ends the attachment and is reported as such, from the main thread (`fork_target`) or
+    from a worker (`exec_held`: the kernel ends every other thread, the main one included, and
+    gives the exec'ing thread the process's id)."""
+    table = fork_target() if thread == "main" else targets.analyzed("exec_held", [100, 50, 300])
     t = oracle.LineTarget(table.binary.path)
     try:
         t.ask("1")
         att = eng.attach(t.p.pid, table, ["K"])
         eng.set_value(t.p.pid, "K", 250)
-        assert t.p.stdin
-        t.p.stdin.write("x\n")
-        t.p.stdin.flush()
+        assert t.ask("3000") == oracle.worker_answer(3000, 250)
+        if thread == "main":
+            assert t.p.stdin
+            t.p.stdin.write("x\n")
+            t.p.stdin.flush()
+        else:
+            assert t.ask("hold") == "held"
         deadline = time.monotonic() + 10
-        while Path(f"/proc/{t.p.pid}/exe").resolve() != Path("/bin/cat").resolve():
+        while _exe(t.p.pid) != Path("/bin/cat").resolve():
             assert time.monotonic() < deadline, "exec did not happen"
             time.sleep(0.01)
         assert t.ask("hello") == "hello", "the new program runs, untraced"
@@ -110,6 +118,34 @@ def test_exec_ends_the_attachment(engine):
         assert not (att.dir / "meta.json").exists(), "the attachment is gone with the engine"
     finally:
         t.close()
+
+
+def test_exec_while_a_change_waits(engine):
+    """A worker inside K's span group calls exec while a change waits for quiescence (K is read in
+    two functions, `targets/exec_held.c`): the change is refused as an exec, not as an exit, and the
+    new program runs untraced."""
+    table = targets.analyzed("exec_held", [100, 50, 300])
+    assert len(table.const("K").spans) > 1, "a change of K waits for quiescence"
+    t = oracle.LineTarget(table.binary.path)
+    try:
+        assert t.ask("500") == "400"
+        eng.attach(t.p.pid, table, ["K"], timeout_ms=20000)
+        assert t.ask("hold") == "held"
+        with pytest.raises(eng.SieError, match=f"pid {t.p.pid} called exec"):
+            eng.set_value(t.p.pid, "K", 50)
+        assert t.ask("hello") == "hello", "the new program runs, untraced"
+        with pytest.raises(eng.SieError, match="called exec"):
+            eng.detach(t.p.pid)
+    finally:
+        t.close()
+
+
+def _exe(pid: int) -> Path | None:
+    """The program `pid` runs; None while an exec is switching it."""
+    try:
+        return Path(f"/proc/{pid}/exe").resolve(strict=True)
+    except OSError:
+        return None
 
 
 def knob_table(path: Path) -> Path:
@@ -177,6 +213,48 @@ def test_disarm_refuses_a_reused_pid(engine, tmp_path):
         t.close()
 
 
+def test_disarm_reads_only_its_own_state_file(engine, tmp_path):
+    """disarm writes bytes into the process a state file names: a symbolic link to it, a FIFO in
+    its place, a file of another user or one others may write are refused with the reason and
+    nothing is written; the file the engine wrote disarms."""
+    table = targets.analyzed("mt_target", [100, 50, 300])
+    knobs = knob_table(tmp_path / "knobs")
+    plan, state = tmp_path / "K.plan", tmp_path / "K.state"
+    plan.write_text(eng.plan_text(table, ["K"], str(knobs)))
+    t = oracle.Target(Path(table.binary.path))
+    try:
+        t.ask([1])
+        arm = [str(engine), "arm", "--pid", str(t.p.pid), "--plan", str(plan), "--state", str(state)]
+        subprocess.run(arm, check=True, capture_output=True)
+
+        def refused(path: Path, why: str) -> None:
+            r = subprocess.run(
+                [str(engine), "disarm", "--plan", str(plan), "--state", str(path)],
+                capture_output=True,
+                text=True,
+            )
+            assert r.returncode == 1 and f"refused: state {path} {why}" in r.stderr, r.stderr
+            assert not eng.spans_hold_original(t.p.pid, table), "nothing written into the process"
+
+        link, fifo, copy = tmp_path / "link.state", tmp_path / "fifo.state", tmp_path / "copy.state"
+        link.symlink_to(state)
+        refused(link, "is a symbolic link")
+        os.mkfifo(fifo, 0o600)
+        refused(fifo, "is not a regular file")
+        copy.write_bytes(state.read_bytes())
+        copy.chmod(0o600)
+        os.chown(copy, 65534, 65534)
+        refused(copy, "is owned by uid 65534, neither root nor")
+        os.chown(copy, 0, 0)
+        copy.chmod(0o622)
+        refused(copy, "may be written by others (mode 622")
+        subprocess.run([str(engine), "disarm", "--plan", str(plan), "--state", str(state)], check=True)
+        assert eng.spans_hold_original(t.p.pid, table)
+        assert t.ask([3000]) == [oracle.worker_answer(3000, 100)] and t.p.poll() is None
+    finally:
+        t.close()
+
+
 def test_disarm_waits_for_a_signal_handler_that_interrupted_a_trampoline(engine):
     """A thread interrupted inside a trampoline runs its signal handler with the trampoline's
     address saved on its stack: disarm must count it as inside (the stack scan covers the
@@ -207,7 +285,8 @@ def _live_task(pid: int) -> int:
 def test_main_thread_exit_while_armed(engine, int3):
     """The main thread ends with pthread_exit while workers run through the span: the engine goes
     on changing values (a zombie main thread runs no code) and disarms; attaching afterwards is
-    refused with the reason, since /proc/PID then shows no memory."""
+    refused with that reason (not with a missing /proc/PID/exe), since /proc/PID then shows no
+    executable or memory."""
     table = targets.analyzed("leader_exit", [100, 50, 300])
     t = oracle.LineTarget(table.binary.path)
     try:
@@ -223,8 +302,37 @@ def test_main_thread_exit_while_armed(engine, int3):
         assert eng.spans_hold_original(_live_task(t.p.pid), table)
         assert t.ask("3000") == oracle.worker_answer(3000, 100)
         assert t.p.poll() is None, f"the target died: {t.p.returncode}"
-        with pytest.raises(eng.SieError, match=f"main thread of pid {t.p.pid}|/proc/{t.p.pid}/exe"):
+        with pytest.raises(eng.SieError, match=f"refused: the main thread of pid {t.p.pid} has exited"):
             eng.attach(t.p.pid, table, ["K"], force_int3=int3)
         assert eng.spans_hold_original(_live_task(t.p.pid), table), "a refusal changes nothing"
     finally:
         t.close()
+
+
+def test_disarm_from_the_state_file_after_main_thread_exit(engine):
+    """xrtd's path after an engine died: `disarm` from the state file it left. The main thread has
+    ended with pthread_exit while workers run on patched code: disarm attaches through a live thread
+    and puts the original bytes back."""
+    table = targets.analyzed("leader_exit", [100, 50, 300])
+    t = oracle.LineTarget(table.binary.path)
+    att = None
+    try:
+        assert t.ask("3000") == oracle.worker_answer(3000, 100)
+        att = eng.attach(t.p.pid, table, ["K"])
+        eng.set_value(t.p.pid, "K", 250)
+        assert t.ask("e") == "exited"
+        server = eng._servers.pop(att.server)
+        server.kill()
+        server.wait()
+        assert t.ask("3000") == oracle.worker_answer(3000, 250), "the dead engine left its value"
+        assert not eng.spans_hold_original(_live_task(t.p.pid), table)
+        files = ["--plan", str(att.dir / "plan"), "--state", str(att.dir / "state")]
+        r = subprocess.run([str(engine), "disarm", *files], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        assert eng.spans_hold_original(_live_task(t.p.pid), table)
+        assert t.ask("3000") == oracle.worker_answer(3000, 100)
+        assert t.p.poll() is None, f"the target died: {t.p.returncode}"
+    finally:
+        t.close()
+        if att is not None:
+            eng._cleanup(att)
