@@ -1,0 +1,24 @@
+# shellcheck shell=dash
+# Helpers of guest.sh, also sourced inside the client namespace (ip netns exec cli sh -c ...).
+
+# The value of sysctl file $1 on one line, its fields separated by one space.
+value() {
+	tr -s '\t\n ' '   ' <"$1" 2>/dev/null | sed 's/ $//'
+}
+
+# Every value the tuners could move, one "path=value" line each, of the calling namespace.
+snapshot() {
+	for f in /proc/sys/net/core/* /proc/sys/net/ipv4/* /proc/sys/net/ipv4/neigh/default/* /proc/sys/net/ipv6/route/*; do
+		if [ -f "$f" ] && [ -r "$f" ] && [ -w "$f" ] && v=$(value "$f"); then
+			echo "$f=$v"
+		fi
+	done
+}
+
+# Writes back every value of snapshot file $1 that differs now; prints what differs after.
+restore() {
+	while IFS='=' read -r f v; do
+		[ "$(value "$f")" = "$v" ] || echo "$v" >"$f" 2>/dev/null
+	done <"$1"
+	snapshot | diff "$1" - | grep '^[-+]/' || true
+}
