@@ -13,29 +13,9 @@
 #define K	100
 #define WORKERS 4
 
+#include "workers.h"
+
 static int leave[2];
-
-__attribute__((noinline)) long compute(long n)
-{
-	return n >= K ? n - K : n + 1000000;
-}
-
-static void *worker(void *arg)
-{
-	volatile long sink = 0;
-
-	for (long i = (long)arg;; i++) {
-		long n = 100000 + (i & 7) * 1000; /* n >= K for every K the test sets */
-		long r = compute(n);
-
-		if (n - r < 1 || n - r > 100000)
-			abort();
-		sink += r;
-		for (int j = 0; j < 100; j++)
-			sink = sink * 31 + j;
-	}
-	return NULL;
-}
 
 /* The main thread's state letter from /proc: 'Z' once it has exited. */
 static char main_state(void)
@@ -82,8 +62,7 @@ int main(void)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (pipe(leave))
 		return 1;
-	for (long i = 0; i < WORKERS; i++)
-		pthread_create(&t, NULL, worker, (void *)i);
+	start_workers(worker, 0);
 	pthread_create(&t, NULL, server, NULL);
 	if (read(leave[0], &c, 1) != 1)
 		return 1;

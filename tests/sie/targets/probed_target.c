@@ -14,10 +14,7 @@
 #define J	1000
 #define WORKERS 4
 
-__attribute__((noinline)) long compute(long n)
-{
-	return n >= K ? n - K : n + 1000000;
-}
+#include "workers.h"
 
 __attribute__((noipa)) long ident(long n)
 {
@@ -27,28 +24,6 @@ __attribute__((noipa)) long ident(long n)
 __attribute__((noinline)) long scaled(long n)
 {
 	return ident(n) * J;
-}
-
-__attribute__((noinline)) long one_round(long i)
-{
-	long n = 100000 + (i & 7) * 1000; /* n >= K for every K the tests set */
-	long r = compute(n);
-	volatile long sink = r;
-
-	if (n - r < 1 || n - r > 100000)
-		abort();
-	for (int j = 0; j < 100; j++) /* other work between hits */
-		sink = sink * 31 + j;
-	return r;
-}
-
-__attribute__((noinline)) void *worker(void *arg)
-{
-	volatile long sink = 0;
-
-	for (long i = (long)arg;; i++)
-		sink += one_round(i);
-	return NULL;
 }
 
 static void *answer(void *arg)
@@ -63,12 +38,11 @@ static void *answer(void *arg)
 
 int main(void)
 {
-	pthread_t t[WORKERS];
+	pthread_t t;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	pthread_create(&t[0], NULL, answer, NULL);
-	for (long i = 1; i < WORKERS; i++)
-		pthread_create(&t[i], NULL, worker, (void *)i);
+	pthread_create(&t, NULL, answer, NULL);
+	start_workers(worker, 1);
 	worker(0); /* the main thread works too: a system call may be injected in a busy thread */
 	return 0;
 }
