@@ -497,8 +497,15 @@ def test_a_move_to_the_unsafe_side_waits_while_the_backlog_drains() -> None:
 
 
 def test_malformed_drain_is_refused(tmp_path: Path) -> None:
-    for drain in ([[None]], [[None, None], [[5.0, 1.0], None]], [[None, None], [[0.0, float("inf")], None]]):
+    """Each bad drain is refused naming its entry: the matrix's shape, a range out of order, a
+    bound that is not finite."""
+    cases = {
+        r"guard\.watch\[0\]\.drain: needs 2 rows of 2 entries": [[None]],
+        r"guard\.watch\[0\]\.drain\[1\]\[0\]: lo 5 is above hi 1": [[None, None], [[5.0, 1.0], None]],
+        r"guard\.watch\[0\]\.drain\[1\]\[0\]\[1\]: .*finite": [[None, None], [[0.0, float("inf")], None]],
+    }
+    for message, drain in cases.items():
         model = drain_model(drain)
         model.save(tmp_path / "m.json")
-        with pytest.raises(ValueError, match="drain for dp.wait needs 2 rows of 2 entries"):
+        with pytest.raises(ValueError, match=r"m\.json: " + message):
             TreeModel.load(tmp_path / "m.json")

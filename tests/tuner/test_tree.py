@@ -150,7 +150,7 @@ def test_model_file_is_checked(tmp_path: Path) -> None:
     try:
         TreeModel.load(path)
     except ValueError as e:
-        assert "node 0 is malformed" in str(e)
+        assert "bad.json: nodes[0][2]: child 0 is not after the node" in str(e)
     else:
         raise AssertionError("a malformed tree loaded")
 

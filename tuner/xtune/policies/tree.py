@@ -4,7 +4,8 @@
 knobs) and saves its structure as JSON (`TreeModel.save`). For the millisecond loop the tree is
 compiled to straight-line Python: nested `if x[i] <= t:` blocks returning a class index, with no
 loop, no array and no library call per decision (measured in experiments/bench_tuner.py).
-The generated source is built from numbers the loader checked, never from strings in the file.
+The generated source is built from numbers the loader checked (`tree_schema.TreeModelDoc`, published
+as schemas/tree-model.schema.json), never from strings in the file.
 
 A model may carry a guard (`TreeModel.guard`): the range of every feature seen in training and a
 fallback setting. Signals outside that range are patterns the tree never saw, and it gives the
@@ -15,15 +16,16 @@ windows in a row) and hands its state to a successor on a live model swap.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from xtune.config.expr import FeatureReader, is_name
+from pydantic import ValidationError
 
-MODEL_VERSION = 1
+from xtune.config.expr import FeatureReader
+from xtune.config.validation import first_problem
+from xtune.policies.tree_schema import MODEL_VERSION, TreeModelDoc
 
 
 @dataclass
@@ -92,65 +94,15 @@ class TreeModel:
 
     @classmethod
     def from_doc(cls, doc: Any, where: str) -> TreeModel:
-        """A model from its JSON document, checked; errors name `where` it came from."""
-        if (
-            not isinstance(doc, dict)
-            or doc.get("version") != MODEL_VERSION
-            or doc.get("kind") != "decision-tree"
-        ):
-            raise ValueError(f"{where}: not a version-{MODEL_VERSION} decision-tree model")
+        """A model from its JSON document, checked (`TreeModelDoc`); errors name `where` it came
+        from and the field, e.g. `model.json: nodes[3][2]: child 1 is not after the node`."""
         try:
-            model = cls(
-                doc["features"],
-                doc["knobs"],
-                doc["classes"],
-                doc["nodes"],
-                doc.get("card", {}),
-                doc.get("guard"),
-            )
-        except KeyError as e:
-            raise ValueError(f"{where}: the model has no {e.args[0]!r}") from e
-        model._check(where)
-        return model
-
-    def _check(self, where: str) -> None:
-        n, nf, nc = len(self.nodes), len(self.features), len(self.classes)
-        for i, (feature, threshold, left, right, label) in enumerate(self.nodes):
-            ok = isinstance(feature, int) and isinstance(label, int) and 0 <= label < nc
-            ok = ok and isinstance(threshold, (int, float)) and math.isfinite(threshold)
-            if feature != -1:
-                ok = ok and 0 <= feature < nf and i < left < n and i < right < n
-            if not ok:
-                raise ValueError(f"{where}: node {i} is malformed: {self.nodes[i]}")
-        if any(len(c) != len(self.knobs) for c in self.classes):
-            raise ValueError(f"{where}: every class needs one value per knob {self.knobs}")
-        if self.guard is not None:
-            ranges, fallback = self.guard.get("ranges"), self.guard.get("fallback")
-            if not isinstance(ranges, list) or len(ranges) != nf:
-                raise ValueError(f"{where}: guard.ranges needs one [lo, hi] per feature ({nf})")
-            for f, r in zip(self.features, ranges, strict=True):
-                if not (isinstance(r, list) and len(r) == 2 and all(isinstance(x, (int, float)) for x in r)):
-                    raise ValueError(f"{where}: guard.ranges for {f} is not [lo, hi]: {r}")
-                if not (math.isfinite(r[0]) and math.isfinite(r[1]) and r[0] <= r[1]):
-                    raise ValueError(f"{where}: guard.ranges for {f} is not a finite lo <= hi: {r}")
-            if not (isinstance(fallback, int) and 0 <= fallback < nc):
-                raise ValueError(f"{where}: guard.fallback must be a class index below {nc}: {fallback}")
-            for w in self.guard.get("watch", []):
-                r = w.get("range") if isinstance(w, dict) else None
-                ok = isinstance(w, dict) and isinstance(w.get("signal"), str) and is_name(w["signal"])
-                ok = ok and isinstance(r, list) and len(r) == 2
-                if ok:
-                    assert isinstance(r, list)
-                    ok = all(isinstance(x, (int, float)) and math.isfinite(x) for x in r) and r[0] <= r[1]
-                if not ok:
-                    raise ValueError(
-                        f"{where}: guard.watch entries need a signal name and a finite [lo, hi]: {w}"
-                    )
-                if "drain" in w and not _drain_ok(w["drain"], nc):
-                    raise ValueError(
-                        f"{where}: guard.watch drain for {w['signal']} needs {nc} rows of {nc} "
-                        "entries, each a finite [lo, hi] or null"
-                    )
+            TreeModelDoc.model_validate(doc)
+        except ValidationError as e:
+            raise ValueError(f"{where}: {first_problem(e)}") from e
+        return cls(
+            doc["features"], doc["knobs"], doc["classes"], doc["nodes"], doc.get("card", {}), doc.get("guard")
+        )
 
     def source(self) -> str:
         """Straight-line Python for `decide(x) -> class index`."""
@@ -174,19 +126,6 @@ class TreeModel:
         namespace: dict[str, Any] = {}
         exec(compile(self.source(), "<xtune-tree>", "exec"), {"__builtins__": {}}, namespace)  # noqa: S102
         return namespace["decide"]
-
-
-def _drain_ok(drain: object, n: int) -> bool:
-    def entry_ok(e: object) -> bool:
-        if e is None:
-            return True
-        if not (isinstance(e, list) and len(e) == 2 and all(isinstance(x, (int, float)) for x in e)):
-            return False
-        return math.isfinite(e[0]) and math.isfinite(e[1]) and e[0] <= e[1]
-
-    if not (isinstance(drain, list) and len(drain) == n):
-        return False
-    return all(isinstance(row, list) and len(row) == n and all(map(entry_ok, row)) for row in drain)
 
 
 @dataclass
