@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +15,7 @@ from selenium.webdriver.chrome.service import Service
 from xtune import paths
 from xtune.demo.bottleneck import Bottleneck
 from xtune.host.services import Services
-from xtune.testing.postgres import Cluster
+from xtune.testing.postgres import Cluster, temporary_cluster
 
 HERE = Path(__file__).parent
 
@@ -49,13 +48,8 @@ def lab(bin_dir: Path) -> Iterator[Lab]:
 @pytest.fixture(scope="session")
 def pg_cluster() -> Iterator[Cluster]:
     """One private PostgreSQL cluster for the whole test run (a database per test)."""
-    cluster = Cluster(Path(tempfile.mkdtemp(prefix="xtune-pg-")))
-    try:
-        cluster.start()
+    with temporary_cluster() as cluster:
         yield cluster
-        cluster.stop()
-    finally:
-        shutil.rmtree(cluster.dir, ignore_errors=True)
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.root)])

@@ -20,12 +20,13 @@ app = typer.Typer(no_args_is_help=True)
 DbOption = Annotated[str, typer.Option(help="Trial store URL (SQLAlchemy: sqlite:///..., postgresql://...).")]
 
 
-def open_store(db: str) -> Store:
-    """The trial store `db` names, or exit 1 saying why it cannot be opened."""
-    from xtune.trials.store import Store, StoreError
+def open_store(db: str, retry_s: float | None = None) -> Store:
+    """The trial store `db` names (a lost PostgreSQL connection tried again for `retry_s`, default
+    the store's), or exit 1 saying why it cannot be opened."""
+    from xtune.trials.store import RETRY_S, Store, StoreError
 
     try:
-        return Store(db)
+        return Store(db, RETRY_S if retry_s is None else retry_s)
     except StoreError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(1) from e
@@ -66,9 +67,19 @@ def run(
         Path,
         typer.Option(help="With --hosts: where the Prometheus file-SD file EXPERIMENT.json lists the hosts."),
     ] = paths.BUILD / "prometheus",
+    store_retry_s: Annotated[
+        float | None,
+        typer.Option(
+            min=0,
+            help="Seconds a store read or write is tried again on a lost PostgreSQL connection "
+            "[default: the store's, 30].",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run the tuning job an SLO file describes."""
     from xtune.config import ConfigError, load
+    from xtune.trials.store import StoreError
     from xtune.tuning.job import run_job
     from xtune.tuning.metrics import Metrics
     from xtune.tuning.terminal import make_console
@@ -94,20 +105,24 @@ def run(
         except ConfigError as e:
             typer.echo(str(e), err=True)
             raise typer.Exit(2) from e
-    if fleet is not None:
-        from xtune.cli.fleet import host_exporters, run_on_hosts
+    try:  # a store out of reach past --store-retry-s ends the run (its knobs restored on the way)
+        if fleet is not None:
+            from xtune.cli.fleet import host_exporters, run_on_hosts
 
-        exporters = host_exporters(slo, metrics_addr, prometheus_sd)  # checked before the store is made
-        run_on_hosts(slo, fleet, open_store(db), exporters, console, resume)
-        return
-    store = open_store(db)
-    metrics = Metrics(slo.name)
-    host, _, port = metrics_addr.rpartition(":")
-    metrics.serve(host or "127.0.0.1", int(port))
-    job = run_job(slo, store, metrics, console, xrtd_socket, warm=True)
-    job.print_table(console)
-    if report is not None:
-        job.write_report(report, console)
+            exporters = host_exporters(slo, metrics_addr, prometheus_sd)  # checked before the store is made
+            run_on_hosts(slo, fleet, open_store(db, store_retry_s), exporters, console, resume)
+            return
+        store = open_store(db, store_retry_s)
+        metrics = Metrics(slo.name)
+        host, _, port = metrics_addr.rpartition(":")
+        metrics.serve(host or "127.0.0.1", int(port))
+        job = run_job(slo, store, metrics, console, xrtd_socket, warm=True)
+        job.print_table(console)
+        if report is not None:
+            job.write_report(report, console)
+    except StoreError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(1) from e
 
 
 @app.command()

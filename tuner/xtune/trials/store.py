@@ -7,7 +7,8 @@ tables and upgraded in place.
 
 Every read and write after opening is one transaction. On PostgreSQL, one that meets a lost
 connection (the server restarted, or down for a while) is tried again, with a growing pause, for up
-to `retry_s` seconds (30 by default), then fails with the store's URL and what was being done. A
+to `retry_s` seconds (30 by default; `xtune run --store-retry-s`), then fails with the store's URL
+and what was being done. TCP keepalives find a connection whose peer went silent. A
 retried insert first looks for the row it would write: a commit whose reply was lost may have been
 applied, and is then not applied again. SQLite has no connection to lose: its errors are raised as they are.
 """
@@ -50,6 +51,18 @@ SQLITE_BUSY_S = 30.0
 # A PostgreSQL server that has not accepted a connection in this long counts as out of reach
 # (psycopg's default is 130 s, which would stretch one try past the whole retry bound).
 PG_CONNECT_TIMEOUT_S = 10
+# A connection whose peer went silent (a cut cable, a server host gone) is given up in about
+# 30 s, not TCP's: keepalive probes after 10 s idle, every 5 s, 3 unanswered end it (a query
+# waiting for its reply sends nothing: only probes find the peer gone); data sent and not
+# acknowledged for 30 s ends it too (TCP_USER_TIMEOUT: else retransmissions go on for ~15 min).
+# The retry then opens a new connection. libpq's parameters, passed through by psycopg.
+PG_KEEPALIVES = {
+    "keepalives": 1,
+    "keepalives_idle": 10,
+    "keepalives_interval": 5,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 30_000,
+}
 # How long reads and writes are tried again on a lost PostgreSQL connection, and the pauses between.
 RETRY_S = 30.0
 RETRY_FIRST_PAUSE_S = 0.1
@@ -204,7 +217,7 @@ class Store:
         if url.startswith("sqlite"):
             connect_args: dict[str, float] = {"timeout": SQLITE_BUSY_S}
         else:
-            connect_args = {"connect_timeout": PG_CONNECT_TIMEOUT_S}
+            connect_args = {"connect_timeout": PG_CONNECT_TIMEOUT_S, **PG_KEEPALIVES}
         self.engine = create_engine(
             url, json_serializer=_json_dumps, pool_pre_ping=True, connect_args=connect_args
         )
