@@ -70,6 +70,9 @@ def test_guard_rolls_back_bufferbloat(lab: Lab, tmp_path: Path) -> None:
     assert stored.status == "infeasible"
     assert result.best is None  # nothing feasible to keep
     assert metrics.rollbacks.labels(slo.name)._value.get() == 1
+    # The knob gauges say what the host holds after the rollback, not the values rolled back.
+    for knob in ("rcv_buf_max", "snd_buf_max"):
+        assert metrics.knob_applied.labels(slo.name, knob)._value.get() == 65536
 
 
 def test_guard_logic_noise_and_count() -> None:

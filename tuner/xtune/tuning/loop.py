@@ -388,11 +388,7 @@ class Runner:
         old = dict(self.actuator.current)
         applied = self.actuator.apply(params, reason)
         self.store.add_decision(self.experiment_id, policy, params, reason)
-        for name, value in applied.items():
-            desired = params.get(name, value)
-            self.metrics.knob(
-                name, float(desired) if isinstance(desired, (int, float)) else 0.0, float(value)
-            )
+        self._gauge_knobs(applied, params)
         if self.recorder is not None:
             self.recorder.append_decision(Decision(policy, dict(params), reason, trial=trial))
             for name, value in applied.items():
@@ -401,6 +397,12 @@ class Runner:
                     self.recorder.append_knob_change(
                         KnobChange(name, knob.backend, old.get(name), value, reason)
                     )
+
+    def _gauge_knobs(self, applied: dict[str, Any], desired: dict[str, Any] | None = None) -> None:
+        """The knob gauges after a change: whatever made it (a trial, a rollback, the tree)."""
+        for name, value in applied.items():
+            want = (desired or {}).get(name, value)
+            self.metrics.knob(name, float(want) if isinstance(want, (int, float)) else 0.0, float(value))
 
     def trial(self, policy: TrialPolicy, index: int, params: dict[str, Any]) -> TrialResult:
         started = time.time()
@@ -419,6 +421,7 @@ class Runner:
                 f"{v.line}: {v.value:.4g} vs bound {v.bound:.4g} (+/- {v.slack:.3g})" for v in bad
             )
             restored = self.actuator.rollback(f"guard: {reason}")
+            self._gauge_knobs(restored)
             result.windows_to_rollback = self._seen
             self.store.add_rollback(self.experiment_id, index, reason, result.params, restored, self._seen)
             self.metrics.rollbacks.labels(self.metrics.experiment).inc()
@@ -550,7 +553,9 @@ class Runner:
                 self.guard.watch()
                 after, bad = self.measure(self.slo.policy.windows, "final", guarded=True)
                 if bad:
-                    self.actuator.rollback("guard: the best values broke the SLO when measured again")
+                    self._gauge_knobs(
+                        self.actuator.rollback("guard: the best values broke the SLO when measured again")
+                    )
                     kept_original = (
                         "the best values broke the SLO when measured again: the start's values are kept"
                     )
@@ -593,7 +598,7 @@ class Runner:
         """Put back the values the baseline measured, and make them what a lease expiry returns to."""
         self.progress("kept", {"reason": reason})
         if start == original:  # a value found on the system may lie outside the knobs' ranges
-            self.actuator.restore_original(f"final: {reason}")
+            self._gauge_knobs(self.actuator.restore_original(f"final: {reason}"))
             self.store.add_decision(self.experiment_id, "final", start, reason)
         else:
             self.apply(start, f"final: {reason}", "final", None)
@@ -622,7 +627,10 @@ class Runner:
             obj, lhs = self._record_window("measure", window.values, None)
             if obj is not None:
                 rows.append((obj, lhs))
+            changed = self.actuator.current != watch.values
             kind, bad = watch.observe(self.actuator.current, window.values)
+            if changed:  # a tree decision (written on the frame path, which keeps no gauges)
+                self._gauge_knobs(self.actuator.read_applied(), watch.values)
             if kind == "good" and self.actuator.read_applied() == watch.values:
                 self.actuator.mark_good()
                 if self.actuator.read_applied() != watch.values:  # the tree moved on meanwhile
@@ -632,6 +640,7 @@ class Runner:
                 pause = (self.slo.guard.watch_windows * self.slo.policy.window_ms) / 1000
                 self.pump.tree_paused_until = time.perf_counter() + pause
                 restored = self.actuator.rollback("guard: tree decision broke the SLO")
+                self._gauge_knobs(restored)
                 reason = "; ".join(v.line for v in bad)
                 self.store.add_rollback(self.experiment_id, None, reason, watch.values, restored, 0)
                 self.metrics.rollbacks.labels(self.metrics.experiment).inc()
