@@ -92,23 +92,30 @@ def test_bad_scope_tables(tmp_path):
     table = targets.analyzed("mt_target", [100, 50, 300])
     good = json.loads(table.to_json())
     cases = {
-        "version": ({**good, "version": 99}, r"\$\.version: 99 is not supported"),
+        "version": ({**good, "version": 99}, r"\$\.version: Input should be 2, not 99"),
         "expected": (_edit(good, "expected", "zz"), r"\$\.consts\[0\]\.spans\[0\]\.expected: not a hex"),
-        "patch": (_edit(good, "patch", "nop"), r"\.patch: 'nop' is not one of"),
+        "patch": (
+            _edit(good, "patch", "nop"),
+            r"\.spans\[0\]\.patch: Input should be 'jump' or 'int3', not 'nop'",
+        ),
         "safe": (_edit(good, "safe", []), r"\.safe: a span needs at least one safe range"),
         "update": (
             _edit(good, "update", {**good["consts"][0]["spans"][0]["update"], "kind": "scale"}),
             r"\.spans\[0\]\.update: a scale update needs register, probe and v0",
         ),
-        "group": (_edit(good, "group", -1), r"\.spans\[0\]\.group: expected an integer >= 0"),
+        "group": (
+            _edit(good, "group", -1),
+            r"\.spans\[0\]\.group: Input should be greater than or equal to 0, not -1",
+        ),
         "multiple_of": (
             _edit_const(good, "multiple_of", 0),
-            r"\.consts\[0\]\.multiple_of: expected an integer >= 1",
+            r"\.consts\[0\]\.multiple_of: Input should be greater than or equal to 1, not 0",
         ),
         "power_of_two": (
             _edit_const(good, "power_of_two", 1),
-            r"\.consts\[0\]\.power_of_two: expected true or false",
+            r"\.consts\[0\]\.power_of_two: Input should be a valid boolean, not 1",
         ),
+        **_rules_across_fields(good),
     }
     for name, (data, msg) in cases.items():
         path = tmp_path / f"{name}.json"
@@ -119,6 +126,42 @@ def test_bad_scope_tables(tmp_path):
     with pytest.raises(sc.ScopeError, match="not JSON: line 1"):
         sc.load(str(tmp_path / "broken.json"))
     assert sc.ScopeTable.from_json(table.to_json()).to_json() == table.to_json()
+
+
+def _rules_across_fields(good: dict) -> dict[str, tuple[dict, str]]:
+    """Tables breaking a rule between fields, each with the path and reason the error must give."""
+    span = good["consts"][0]["spans"][0]
+    update, compiled = span["update"], good["consts"][0]["values"][0]
+    twice = json.loads(json.dumps(good))
+    twice["consts"].append(twice["consts"][0])
+    library = {**good, "binary": {**good["binary"], "library": "libk.so", "build_id": ""}}
+    return {
+        "probe": (
+            _edit(good, "update", {**update, "probe": span["end"] + 1}),
+            r"\.spans\[0\]\.update\.probe: 0x[0-9a-f]+ is outside the span",
+        ),
+        "v0": (
+            _edit(good, "update", {**update, "v0": compiled + 1}),
+            rf"\$\.consts\[0\]\.spans\[0\]\.update\.v0: {compiled + 1} is not the compiled value {compiled}",
+        ),
+        "pre_add": (
+            _edit(good, "update", {**update, "pre_add": 3}),
+            r"\.spans\[0\]\.update\.pre_add: only a scale update has one",
+        ),
+        "reloc": (
+            _edit(good, "relocs", [{"offset": 10**6, "kind": "rel32", "target": 0}]),
+            r"\.spans\[0\]\.relocs\[0\]\.offset: 1000000 is outside the trampoline",
+        ),
+        "end": (_edit(good, "end", span["end"] + 1), r"\.spans\[0\]: \[start, end\) = .* expected bytes"),
+        "safe range": (
+            _edit(good, "safe", [{"start": 5, "end": 5}]),
+            r"\.spans\[0\]\.safe\[0\]: empty range",
+        ),
+        "exits": (_edit(good, "exits", [-1]), r"\.spans\[0\]\.exits\[0\]: Input should be greater than"),
+        "unknown field": (_edit(good, "typo", 1), r"\.spans\[0\]\.typo: not a field of this document"),
+        "names": (twice, r"\$\.consts: perf-const names must be unique"),
+        "library": (library, r"\$\.binary\.build_id: a shared library needs its build id"),
+    }
 
 
 def test_old_tables_load_and_constraints_hold():

@@ -12,28 +12,32 @@ spans (xsie.ko) are kprobes instead: their update names the register the probe h
 instruction it runs before, and for the kinds only the kernel has (scale, cmp) the compiled value V0.
 
 Offsets are relative to the function; `vaddr` fields are ELF addresses (section-relative in a .o file).
-The JSON form is `ScopeTable.to_json()`; `ScopeTable.from_json()` validates and names the bad field.
+The JSON form is `ScopeTable.to_json()`; `ScopeTable.from_json()` validates it against
+`scope_schema.ScopeTableDoc` (published as schemas/scope-table.schema.json) and names the bad field.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, get_args
 
-SCOPE_VERSION = 2  # 2: kernel update fields (register, probe, v0, pre_add) and exits
+from pydantic import TypeAdapter, ValidationError
 
-TARGET_KINDS = ("register", "memory", "flags")
-# IV = a*f(V) + b with f(V) = V (affine), log2(V) (V a power of two), or V/2, V/4, V/8 (C integer
-# division of a positive V, as in `N / 2` in the source).
-FORMS = ("affine", "log2", "div2", "div4", "div8")
-# single_write | inverse | dual_location: user-space trampolines, and the kernel's `set`
-# (reg = IV(V) before the probe); scale: reg = (reg + pre_add) * IV(V) / IV(V0) - pre_add before
-# the probe; cmp: for the probed compare only, reg is offset by IV(V0) - IV(V), then restored.
-UPDATE_KINDS = ("single_write", "inverse", "dual_location", "scale", "cmp")
-KERNEL_ONLY_KINDS = ("scale", "cmp")
-PATCH_KINDS = ("jump", "int3")
-RELOC_KINDS = ("knob_abs64", "rel32", "rip32")
+from xtune.config.validation import first_problem
+from xtune.sie.scope_schema import (
+    SCOPE_VERSION,
+    Form,
+    PatchKind,
+    RelocKind,
+    ScopeTableDoc,
+    TargetKind,
+    UpdateKind,
+)
+
+# The kinds a field may take; their meaning is written in scope_schema.py, where they are defined.
+TARGET_KINDS, FORMS = get_args(TargetKind), get_args(Form)
+UPDATE_KINDS, PATCH_KINDS, RELOC_KINDS = get_args(UpdateKind), get_args(PatchKind), get_args(RelocKind)
 
 
 class ScopeError(ValueError):
@@ -238,216 +242,13 @@ def load(path: str) -> ScopeTable:
         raise ScopeError(f"{path}: {e}") from e
 
 
-# --- validation: every field is checked for type, and the message says where it is ---
-
-
-def _obj(d: Any, where: str, keys: dict[str, type | tuple[type, ...]]) -> dict[str, Any]:
-    if not isinstance(d, dict):
-        raise ScopeError(f"{where}: expected an object, got {type(d).__name__}")
-    for k, t in keys.items():
-        if k not in d:
-            raise ScopeError(f"{where}.{k}: missing")
-        v = d[k]
-        ok = isinstance(v, t) and not (t is int and isinstance(v, bool))
-        if not ok:
-            raise ScopeError(f"{where}.{k}: expected {getattr(t, '__name__', t)}, got {type(v).__name__}")
-    return d
-
-
-def _choice(v: str, allowed: tuple[str, ...], where: str) -> str:
-    if v not in allowed:
-        raise ScopeError(f"{where}: {v!r} is not one of {', '.join(allowed)}")
-    return v
-
-
-def _hex(v: str, where: str) -> str:
+def _parse_table(data: Any) -> ScopeTable:
     try:
-        bytes.fromhex(v)
-    except ValueError as e:
-        raise ScopeError(f"{where}: not a hex byte string") from e
-    return v
+        doc = ScopeTableDoc.model_validate(data)
+    except ValidationError as e:
+        raise ScopeError(first_problem(e, "$")) from e
+    return _TABLE.validate_python(doc.model_dump(by_alias=True))
 
 
-def _nullable_int(d: dict[str, Any], k: str, where: str) -> int | None:
-    v = d.get(k)
-    if v is not None and (not isinstance(v, int) or isinstance(v, bool)):
-        raise ScopeError(f"{where}.{k}: expected an integer or null")
-    return v
-
-
-def _optional_int(d: dict[str, Any], k: str, where: str, default: int, least: int) -> int:
-    """An optional integer key (tables written before it existed load with `default`)."""
-    v = d.get(k, default)
-    if not isinstance(v, int) or isinstance(v, bool) or v < least:
-        raise ScopeError(f"{where}.{k}: expected an integer >= {least}")
-    return v
-
-
-def _parse_update(d: Any, w: str, start: int, end: int, state: StateExpr) -> Update:
-    up = _obj(d, w, {"kind": str, "text": str, "register": str, "pre_add": int})
-    probe, v0 = _nullable_int(up, "probe", w), _nullable_int(up, "v0", w)
-    u = Update(up["kind"], up["text"], up["register"], probe, v0, up["pre_add"])
-    _choice(u.kind, UPDATE_KINDS, w + ".kind")
-    if u.kind in KERNEL_ONLY_KINDS and (not u.register or u.probe is None or u.v0 is None):
-        raise ScopeError(f"{w}: a {u.kind} update needs register, probe and v0")
-    if u.probe is not None and not start <= u.probe < end:
-        raise ScopeError(f"{w}.probe: {u.probe:#x} is outside the span [{start:#x}, {end:#x})")
-    if u.pre_add and u.kind != "scale":
-        raise ScopeError(f"{w}.pre_add: only a scale update has one")
-    if u.kind == "scale" and u.v0 is not None and state.a * u.v0 + state.b == 0:
-        raise ScopeError(f"{w}.v0: IV(V0) is 0, a scale update divides by it")
-    return u
-
-
-def _parse_span(d: Any, w: str) -> Span:
-    _obj(
-        d,
-        w,
-        {
-            "function": str,
-            "section": str,
-            "func_vaddr": int,
-            "start": int,
-            "end": int,
-            "expected": str,
-            "state": dict,
-            "update": dict,
-            "patch": str,
-            "patch_reason": str,
-            "trampoline": str,
-            "relocs": list,
-            "safe": list,
-            "safe_reason": str,
-            "exits": list,
-        },
-    )
-    st = _obj(
-        d["state"],
-        w + ".state",
-        {"target": str, "location": str, "form": str, "a": int, "b": int, "width": int, "text": str},
-    )
-    _choice(st["target"], TARGET_KINDS, w + ".state.target")
-    _choice(st["form"], FORMS, w + ".state.form")
-    if st["width"] not in (1, 2, 4, 8):
-        raise ScopeError(f"{w}.state.width: {st['width']} is not 1, 2, 4 or 8")
-    state = StateExpr(**st)
-    update = _parse_update(d["update"], w + ".update", d["start"], d["end"], state)
-    _choice(d["patch"], PATCH_KINDS, w + ".patch")
-    expected = _hex(d["expected"], w + ".expected")
-    if d["end"] - d["start"] != len(expected) // 2 or d["start"] < 0:
-        raise ScopeError(f"{w}: [start, end) = [{d['start']}, {d['end']}) does not match expected bytes")
-    if d["patch"] == "jump" and d["end"] - d["start"] < 5:
-        raise ScopeError(f"{w}: a jump patch needs at least 5 bytes, the span has {d['end'] - d['start']}")
-    tramp = _hex(d["trampoline"], w + ".trampoline")
-    relocs = []
-    for i, r in enumerate(d["relocs"]):
-        rw = f"{w}.relocs[{i}]"
-        _obj(r, rw, {"offset": int, "kind": str, "target": int})
-        _choice(r["kind"], RELOC_KINDS, rw + ".kind")
-        size = 8 if r["kind"] == "knob_abs64" else 4
-        if not 0 <= r["offset"] <= len(tramp) // 2 - size:
-            raise ScopeError(f"{rw}.offset: {r['offset']} is outside the trampoline")
-        relocs.append(Reloc(**r))
-    safe = []
-    for i, s in enumerate(d["safe"]):
-        _obj(s, f"{w}.safe[{i}]", {"start": int, "end": int})
-        if s["end"] <= s["start"]:
-            raise ScopeError(f"{w}.safe[{i}]: empty range")
-        safe.append(SafeRange(**s))
-    if not safe:
-        raise ScopeError(f"{w}.safe: a span needs at least one safe range")
-    exits = d["exits"]
-    if not all(isinstance(e, int) and not isinstance(e, bool) and e >= 0 for e in exits):
-        raise ScopeError(f"{w}.exits: expected offsets (non-negative integers)")
-    return Span(
-        function=d["function"],
-        section=d["section"],
-        func_vaddr=d["func_vaddr"],
-        start=d["start"],
-        end=d["end"],
-        expected=expected,
-        state=state,
-        update=update,
-        patch=d["patch"],
-        patch_reason=d["patch_reason"],
-        trampoline=tramp,
-        relocs=relocs,
-        safe=safe,
-        safe_reason=d["safe_reason"],
-        exits=list(exits),
-        group=_optional_int(d, "group", w, 0, 0),
-        return_points=_return_points(d, w),
-    )
-
-
-def _return_points(d: dict[str, Any], w: str) -> list[int] | None:
-    v = d.get("return_points")
-    if v is None:
-        return None
-    if not isinstance(v, list) or not all(
-        isinstance(e, int) and not isinstance(e, bool) and e >= 0 for e in v
-    ):
-        raise ScopeError(f"{w}.return_points: expected offsets (non-negative integers) or null")
-    return list(v)
-
-
-def _parse_const(d: Any, w: str) -> PerfConst:
-    _obj(
-        d,
-        w,
-        {"name": str, "source": dict, "values": list, "spans": list, "refusals": list, "constraint": str},
-    )
-    src = _obj(d["source"], w + ".source", {"file": str, "line": int, "token": str})
-    values = d["values"]
-    if len(values) < 2 or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        raise ScopeError(f"{w}.values: expected at least two integers")
-    refusals = []
-    for i, r in enumerate(d["refusals"]):
-        _obj(r, f"{w}.refusals[{i}]", {"function": str, "reason": str, "detail": str})
-        refusals.append(Refusal(**r))
-    spans = [_parse_span(s, f"{w}.spans[{i}]") for i, s in enumerate(d["spans"])]
-    for i, s in enumerate(spans):
-        if s.update.v0 is not None and s.update.v0 != values[0]:
-            raise ScopeError(f"{w}.spans[{i}].update.v0: {s.update.v0} is not the compiled value {values[0]}")
-    bounds = {key: _nullable_int(d, key, w) for key in ("min_value", "max_value")}
-    power_of_two = d.get("power_of_two", False)
-    if not isinstance(power_of_two, bool):
-        raise ScopeError(f"{w}.power_of_two: expected true or false")
-    return PerfConst(
-        name=d["name"],
-        source=SourceLocation(**src),
-        values=list(values),
-        spans=spans,
-        refusals=refusals,
-        constraint=d["constraint"],
-        **bounds,
-        multiple_of=_optional_int(d, "multiple_of", w, 1, 1),
-        power_of_two=power_of_two,
-    )
-
-
-def _parse_table(d: Any) -> ScopeTable:
-    _obj(d, "$", {"version": int, "binary": dict, "consts": list})
-    if d["version"] != SCOPE_VERSION:
-        raise ScopeError(f"$.version: {d['version']} is not supported (this xtune reads {SCOPE_VERSION})")
-    b = _obj(
-        d["binary"],
-        "$.binary",
-        {"path": str, "build_id": str, "sha256": str, "elf_type": str, "load_vaddr": int},
-    )
-    if not isinstance(b.get("library", ""), str):
-        raise ScopeError(f"$.binary.library: expected str, got {type(b['library']).__name__}")
-    if b.get("library") and not b["build_id"]:
-        raise ScopeError("$.binary.build_id: a shared library needs its build id (how the engine finds it)")
-    consts = [_parse_const(c, f"$.consts[{i}]") for i, c in enumerate(d["consts"])]
-    names = [c.name for c in consts]
-    if len(set(names)) != len(names):
-        raise ScopeError("$.consts: perf-const names must be unique")
-    return ScopeTable(
-        binary=BinaryId(**b),
-        consts=consts,
-        version=d["version"],
-        tool=str(d.get("tool", "")),
-        analysis_seconds=float(d.get("analysis_seconds", 0.0)),
-        notes=[str(n) for n in d.get("notes", [])],
-    )
+# The dataclasses from the checked document: their fields are the document's, one for one.
+_TABLE = TypeAdapter(ScopeTable)
