@@ -8,7 +8,7 @@ repetition; every visit has the same unmeasured warm-up run (bpftune learns in i
 measured run, then the values are restored and compared with the boot snapshot. bpftune is built
 at a pinned commit (experiments/bpftune/build.sh, cached in $XTUNE_CACHE/bpftune/).
 
-    .venv/bin/python experiments/bench_bpftune.py          # 5 reps, 10 s runs, 5 s warm-up, 2 x 40 ms delay
+    .venv/bin/python experiments/bench_bpftune.py          # 5 reps, 10 s runs, 5 s warm-up, 2 x 50 ms delay
     .venv/bin/python experiments/bench_bpftune.py --quick  # 1 repetition, 4 s runs
 """
 
@@ -119,7 +119,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--seconds", type=int, default=10, help="measured iperf3 run")
     ap.add_argument("--warmup", type=int, default=5, help="unmeasured iperf3 run before it")
-    ap.add_argument("--delay-ms", type=int, default=40, help="netem delay on each veth end")
+    ap.add_argument("--delay-ms", type=int, default=50, help="netem delay on each veth end")
     ap.add_argument("--quick", action="store_true", help="1 repetition, 4 s runs, 3 s warm-up")
     a = ap.parse_args()
     if a.quick:

@@ -32,6 +32,8 @@ fail() {
 
 insmod /mod/veth.ko || fail "insmod veth"
 insmod /mod/sch_netem.ko || fail "insmod sch_netem"
+# Loaded for every contender alike: bpftune's tcp_conn_tuner would load them at its start.
+modprobe -a tcp_bbr tcp_htcp tcp_dctcp || fail "modprobe congestion controls"
 /opt/bin/ip link set lo up
 /opt/bin/ip netns add cli || fail "ip netns add"
 /opt/bin/ip link add v-srv type veth peer name v-cli netns cli || fail "veth"
