@@ -3,6 +3,8 @@ compiled to straight-line code."""
 
 from __future__ import annotations
 
+import json
+import math
 import re
 import subprocess
 import time
@@ -153,6 +155,61 @@ def test_model_file_is_checked(tmp_path: Path) -> None:
         assert "bad.json: nodes[0][2]: child 0 is not after the node" in str(e)
     else:
         raise AssertionError("a malformed tree loaded")
+
+
+def guarded_doc() -> dict:
+    """A valid model document with a guard and a watch: the base of the bad documents below."""
+    nodes = [[0, 0.5, 1, 2, 0], [-1, 0.0, -1, -1, 0], [-1, 0.0, -1, -1, 1]]
+    model = TreeModel(["a"], ["k"], [[1], [2]], nodes, {}, None)
+    model.guard = {
+        "ranges": [[0.0, 1.0]],
+        "fallback": 1,
+        "watch": [{"signal": "dp.wait", "range": [0.0, 5.0], "drain": [[None, [0.0, 1.0]], [None, None]]}],
+    }
+    return json.loads(json.dumps(model.to_doc()))
+
+
+BAD_DOCS = {
+    # every rule of the file, each with the field the error must name
+    r"nodes\[0\]\[3\]: child 0 is not after the node": lambda d: d["nodes"][0].__setitem__(3, 0),
+    r"nodes\[0\]\[2\]: child 3 is not after the node and below 3": lambda d: d["nodes"][0].__setitem__(2, 3),
+    r"nodes\[0\]\[0\]: feature 1 is not -1 \(a leaf\) or below 1": lambda d: d["nodes"][0].__setitem__(0, 1),
+    r"nodes\[1\]\[4\]: class 2 is not below the 2 classes": lambda d: d["nodes"][1].__setitem__(4, 2),
+    r"nodes\[0\]\[1\]: Input should be a finite number": lambda d: d["nodes"][0].__setitem__(1, math.nan),
+    r"nodes\[0\]\[0\]: Input should be a valid integer": lambda d: d["nodes"][0].__setitem__(0, 0.5),
+    r"nodes\[2\]: Tuple should have at most 5 items": lambda d: d["nodes"][2].append(0),
+    r"classes\[1\]: needs one value per knob \['k'\]": lambda d: d["classes"][1].append(3),
+    r"guard\.ranges: needs one \[lo, hi\] per feature \(1\), has 2": lambda d: d["guard"]["ranges"].append(
+        [0, 1]
+    ),
+    r"guard\.ranges\[0\]: lo 2 is above hi 1": lambda d: d["guard"]["ranges"].__setitem__(0, [2.0, 1.0]),
+    r"guard\.ranges\[0\]\[1\]: Input should be a finite number": lambda d: d["guard"]["ranges"][
+        0
+    ].__setitem__(1, math.inf),
+    r"guard\.fallback: class 2 is not below the 2 classes": lambda d: d["guard"].__setitem__("fallback", 2),
+    r"guard\.watch\[0\]\.signal: 'a \* b' is not a signal name": lambda d: d["guard"]["watch"][0].__setitem__(
+        "signal", "a * b"
+    ),
+    r"guard\.watch\[0\]\.range\[0\]: Input should be a finite number": lambda d: d["guard"]["watch"][0][
+        "range"
+    ].__setitem__(0, -math.inf),
+    r"guard\.watch\[0\]\.drain: Input should be a valid list": lambda d: d["guard"]["watch"][0].__setitem__(
+        "drain", None
+    ),
+    r"version: Input should be 1, not 2": lambda d: d.__setitem__("version", 2),
+    r"kind: Input should be 'decision-tree', not 'forest'": lambda d: d.__setitem__("kind", "forest"),
+    r"knobs: missing": lambda d: d.pop("knobs"),
+    r"guard\.note: not a field of this document": lambda d: d["guard"].__setitem__("note", ""),
+}
+
+
+@pytest.mark.parametrize("message", BAD_DOCS)
+def test_each_rule_of_the_model_file_names_its_field(message: str) -> None:
+    doc = guarded_doc()
+    TreeModel.from_doc(doc, "m.json")
+    BAD_DOCS[message](doc)
+    with pytest.raises(ValueError, match=r"^m\.json: " + message):
+        TreeModel.from_doc(doc, "m.json")
 
 
 def test_tree_features_may_be_expressions() -> None:

@@ -39,7 +39,9 @@ class Watch(BaseModel):
     """A signal outside the tree, watched for a range (see `TreePolicy`)."""
 
     model_config = ConfigDict(extra="forbid")
-    signal: Annotated[StrictStr, AfterValidator(_signal_name)]
+    signal: Annotated[StrictStr, AfterValidator(_signal_name)] = Field(
+        description="a signal name, not an expression"
+    )
     range: Range
     # drain[c][k]: the range setting c showed where setting k is best, or null; classes × classes
     drain: list[list[Range | None]] = Field(default_factory=list)  # absent: none (null is refused)
