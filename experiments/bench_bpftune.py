@@ -100,6 +100,11 @@ def summarize(text: str, reps: int) -> dict:
                 "throughput_mbit_s_per_rep": mbit[c],
                 "retransmits": mean_ci95([float(runs[c][r][1]) for r in sorted(runs[c])]),
                 "values_after_run": values.get(c, {}),
+                # The receiver's and the sender's buffer limits at the end of the measured run.
+                **{
+                    f"{side}_{key}_max": mean_ci95([float(v.split()[2]) for v in values[c][side][key]])
+                    for side, key in (("srv", "tcp_rmem"), ("cli", "tcp_wmem"))
+                },
             }
             for c in CONTENDERS
         },
