@@ -18,6 +18,7 @@ from xtune.sie.spec import spec_from_dict
 
 SCRIPT = paths.ROOT / "scripts" / "write-schemas"
 SHIPPED_MODELS = sorted((paths.ROOT / "models").glob("*/model.json"))
+SHIPPED_TABLES = sorted((paths.ROOT / "experiments" / "real").glob("*/*.scope.json"))
 
 
 def write_schemas():
@@ -31,6 +32,7 @@ def write_schemas():
 
 @pytest.mark.fast
 def test_published_schemas_are_the_models():
+    assert SHIPPED_MODELS and SHIPPED_TABLES, "no shipped model or scope table found to validate"
     script = write_schemas()
     published = {p.name for p in (paths.ROOT / "schemas").glob("*.json")}
     assert published == set(script.MODELS), "schemas/ holds other files than scripts/write-schemas writes"
@@ -46,6 +48,13 @@ def test_shipped_models_validate(path: Path):
     doc = json.loads(path.read_text())
     TreeModelDoc.model_validate(doc)
     assert TreeModel.load(path).to_doc() == doc, "a shipped model does not round-trip"
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("path", SHIPPED_TABLES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_shipped_scope_tables_validate(path: Path):
+    """The real programs' tables (experiments/real/) the benchmarks arm."""
+    ScopeTableDoc.model_validate_json(path.read_text())
 
 
 def test_an_analyzed_scope_table_validates():
