@@ -6,6 +6,7 @@
  *   xsie-user disarm --plan PLAN --state STATE [--timeout-ms N]
  *   xsie-user serve  --pid PID --plan PLAN --state STATE [--timeout-ms N]
  *   xsie-user run    --pid PID --plan PLAN --state STATE [--timeout-ms N] [--control SOCKET]
+ *                    [--share-values]
  *
  * `serve` is the int3 fallback: it arms, prints "armed" once the state file is written, stays
  * attached serving breakpoint hits, and disarms on SIGTERM/SIGINT (then removes the state file).
@@ -13,7 +14,10 @@
  * VALUE" lines, answering each once the value is in effect ("ok ...") or refused ("err ..."): on
  * stdin/stdout (xrtd's sie-user backend; the end of stdin disarms), or with --control one command
  * per connection on a unix socket it creates (`xtune sie`; SIGTERM or "disarm" disarms).
- * --timeout-ms bounds each change's wait for quiescence.
+ * --timeout-ms bounds each change's wait for quiescence. --share-values (stdin/stdout a unix
+ * stream, as xrtd's): after "armed", a line "values" carries the value page's memfd, through which
+ * the controller changes a perf-const read once per pass itself (`sie_ctl`); "values none: WHY"
+ * when it cannot be shared.
  *
  * Exit status 0 on success; otherwise one line on stderr says what was refused and why, and the
  * target is left running unpatched (arm) or as it was (disarm).
@@ -88,9 +92,9 @@ static int control_socket(const char *path, char err[SIE_ERR_LEN])
 }
 
 static int run(int pid, struct sie_plan *plan, const struct sie_opts *o, struct sie_state *st,
-	       const char *control, char err[SIE_ERR_LEN])
+	       const char *control, int share_values, char err[SIE_ERR_LEN])
 {
-	struct sie_ctl ctl = {.in = 0, .out = 1, .listen_fd = -1};
+	struct sie_ctl ctl = {.in = 0, .out = 1, .listen_fd = -1, .share_values = share_values};
 	int rc;
 
 	signal(SIGPIPE, SIG_IGN);
@@ -115,7 +119,8 @@ static void usage(void)
 		"usage: xsie-user arm --pid PID --plan PLAN --state STATE [--timeout-ms N]\n"
 		"       xsie-user disarm --plan PLAN --state STATE [--timeout-ms N]\n"
 		"       xsie-user serve|run --pid PID --plan PLAN --state STATE [--timeout-ms "
-		"N]\n");
+		"N]\n"
+		"       (run: [--control SOCKET] [--share-values])\n");
 	exit(2);
 }
 
@@ -130,17 +135,15 @@ static double ms_since(const struct timespec *a)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"pid", required_argument, 0, 'p'},
-		{"plan", required_argument, 0, 'l'},
-		{"state", required_argument, 0, 's'},
-		{"timeout-ms", required_argument, 0, 't'},
-		{"verbose", no_argument, 0, 'v'},
-		{"control", required_argument, 0, 'c'},
-		{0, 0, 0, 0},
+		{"pid", required_argument, 0, 'p'},    {"plan", required_argument, 0, 'l'},
+		{"state", required_argument, 0, 's'},  {"timeout-ms", required_argument, 0, 't'},
+		{"verbose", no_argument, 0, 'v'},      {"control", required_argument, 0, 'c'},
+		{"share-values", no_argument, 0, 'S'}, {0, 0, 0, 0},
 	};
 	static struct sie_plan plan;
 	struct sie_opts o = {.timeout_ms = 2000};
 	const char *plan_path = NULL, *control = NULL;
+	int share_values = 0;
 	struct sie_state st;
 	char err[SIE_ERR_LEN] = "";
 	struct timespec t0;
@@ -167,6 +170,9 @@ int main(int argc, char **argv)
 			break;
 		case 'c':
 			control = optarg;
+			break;
+		case 'S':
+			share_values = 1;
 			break;
 		default:
 			usage();
@@ -195,7 +201,7 @@ int main(int argc, char **argv)
 	} else if (!strcmp(argv[1], "run")) {
 		if (pid <= 0)
 			usage();
-		rc = run(pid, &plan, &o, &st, control, err);
+		rc = run(pid, &plan, &o, &st, control, share_values, err);
 		if (rc)
 			printf("err %s\n", err);
 	} else if (!strcmp(argv[1], "disarm")) {

@@ -315,3 +315,14 @@ int sie_state_write(const char *path, const struct sie_state *s, char err[SIE_ER
 	}
 	return 0;
 }
+
+int sie_single_read(const struct sie_plan *p, const struct sie_const *c)
+{
+	int reads = 0;
+
+	for (int i = 0; i < p->nspans; i++)
+		if (!strcmp(p->spans[i].name, c->name))
+			for (int k = 0; k < p->spans[i].nrelocs; k++)
+				reads += p->spans[i].relocs[k].kind == SIE_RELOC_KNOB;
+	return reads == 1;
+}

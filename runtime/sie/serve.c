@@ -325,6 +325,8 @@ int sie_run(pid_t pid, struct sie_plan *p, const struct sie_opts *o, struct sie_
 	if (arm_attached(&t, pid, p, o, s, err))
 		return -1;
 	ready(s);
+	if (ctl->share_values && sie_values_share(ctl->out, s, err))
+		dprintf(ctl->out, "values none: %s\n", err); /* every change comes through us */
 	target_resume(&t, 0);
 	while (!done && target_alive(&t) && !t.execed) {
 		struct pollfd fds[2] = {

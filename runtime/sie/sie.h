@@ -97,6 +97,7 @@ struct sie_state {
 	uint64_t values_addr; /* engine-owned value words (`run` only; inside the trampoline map) */
 	unsigned long long start_time; /* of the armed process: a reused pid is refused at disarm */
 	int64_t *values; /* the engine's read-write view of the value words (`run` only) */
+	int values_fd;	 /* the memfd behind them, for `--share-values`; -1 if none */
 };
 
 struct target;
@@ -136,12 +137,20 @@ int sie_serve(pid_t pid, struct sie_plan *p, const struct sie_opts *o, struct si
 struct sie_ctl {
 	int in, out;
 	int listen_fd;
+	/* Once armed, hand the value page to the controller on `out` (a unix stream): a line
+	 * "values" carrying the memfd. The controller then stores the word of a perf-const read
+	 * once per pass itself (the engine's own `set` does no more for it, see transition.c), with
+	 * no round trip through the engine; every other change still comes here. */
+	int share_values;
 };
 
 int sie_run(pid_t pid, struct sie_plan *p, const struct sie_opts *o, struct sie_state *s,
 	    const struct sie_ctl *ctl, void (*ready)(const struct sie_state *s),
 	    char err[SIE_ERR_LEN]);
 
+/* True when a pass reads the perf-const once: one span whose trampoline loads its word once. A
+ * change of such a perf-const is one atomic store of its word, with no transition. */
+int sie_single_read(const struct sie_plan *p, const struct sie_const *c);
 /* Refuse `value` for perf-const `c` when outside the plan's range or constraints. */
 int sie_value_check(const struct sie_const *c, int64_t value, char err[SIE_ERR_LEN]);
 /*

@@ -107,8 +107,8 @@ int sie_values_map(struct target *t, const struct sie_plan *p, struct sie_state 
 		   char err[SIE_ERR_LEN]);
 void sie_values_store(const struct sie_state *s, int k, int64_t v);
 void sie_values_unmap(struct sie_state *s);
-/* True when a pass reads the perf-const once: one span whose trampoline loads its word once. */
-int sie_single_read(const struct sie_plan *p, const struct sie_const *c);
+/* Hand the value page to the controller: a line "values" carrying its memfd (see sie_ctl). */
+int sie_values_share(int sock, const struct sie_state *s, char err[SIE_ERR_LEN]);
 /* Change a perf-const's engine-owned value with a transition (transition.c). */
 int sie_set_value(struct target *t, const struct sie_plan *p, const struct sie_state *s,
 		  const struct sie_opts *o, const char *name, int64_t v, char err[SIE_ERR_LEN]);

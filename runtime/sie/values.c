@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -47,7 +48,7 @@ int sie_values_map(struct target *t, const struct sie_plan *p, struct sie_state 
 	snprintf(path, sizeof(path), "/proc/%d/fd/%ld", target_proc(t), fd);
 	lfd = addr ? -1 : open(path, O_RDWR | O_CLOEXEC);
 	local = lfd < 0 ? MAP_FAILED : mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, lfd, 0);
-	if (lfd >= 0)
+	if (lfd >= 0 && local == MAP_FAILED)
 		close(lfd);
 	addr = local == MAP_FAILED ? -ENOMEM
 				   : target_syscall(t, SYS_mmap, (long)s->values_addr, (long)PAGE,
@@ -62,6 +63,7 @@ int sie_values_map(struct target *t, const struct sie_plan *p, struct sie_state 
 		return -1;
 	}
 	s->values = local;
+	s->values_fd = lfd;
 	for (int k = 0; k < p->nconsts; k++)
 		sie_values_store(s, k, p->consts[k].original);
 	return 0;
@@ -74,18 +76,39 @@ void sie_values_store(const struct sie_state *s, int k, int64_t v)
 
 void sie_values_unmap(struct sie_state *s)
 {
-	if (s->values)
+	if (s->values) { /* values_fd is ours only while the page is mapped */
 		munmap(s->values, PAGE);
+		close(s->values_fd);
+	}
 	s->values = NULL;
+	s->values_fd = -1;
 }
 
-int sie_single_read(const struct sie_plan *p, const struct sie_const *c)
+int sie_values_share(int sock, const struct sie_state *s, char err[SIE_ERR_LEN])
 {
-	int reads = 0;
+	static char line[] = "values\n";
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = {.iov_base = line, .iov_len = sizeof(line) - 1};
+	struct msghdr m = {.msg_iov = &iov,
+			   .msg_iovlen = 1,
+			   .msg_control = u.buf,
+			   .msg_controllen = sizeof(u.buf)};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
 
-	for (int i = 0; i < p->nspans; i++)
-		if (!strcmp(p->spans[i].name, c->name))
-			for (int k = 0; k < p->spans[i].nrelocs; k++)
-				reads += p->spans[i].relocs[k].kind == SIE_RELOC_KNOB;
-	return reads == 1;
+	if (!s->values || s->values_fd < 0) {
+		snprintf(err, SIE_ERR_LEN, "no value page to share");
+		return -1;
+	}
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &s->values_fd, sizeof(int));
+	if (sendmsg(sock, &m, MSG_NOSIGNAL) != (ssize_t)iov.iov_len) {
+		snprintf(err, SIE_ERR_LEN, "sharing the value page: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
 }

@@ -13,10 +13,12 @@
  * live bytes checked) and stays attached; every value is then sent to it over a socket and
  * reported applied only once the engine wrote it at a moment when no thread was inside the
  * perf-const's spans (a pass never mixes two values), or refused with its reason (no quiescence in
- * time). If xrtd dies, the engine sees the socket close and disarms: the process runs its original
- * code again; if the engine died too, the next xrtd disarms what it left before it registers the
- * knob again (sie_leftover.c). Restoring the last knob of a plan that holds a changed value
- * disarms: the text is byte-exact again.
+ * time). A perf-const read once per pass needs no such moment (its change is one atomic store of
+ * the word its trampoline loads once): the engine hands over its value page once armed and xrtd
+ * stores that word itself, so such a change wakes no other process. If xrtd dies, the engine sees
+ * the socket close and disarms: the process runs its original code again; if the engine died too,
+ * the next xrtd disarms what it left before it registers the knob again (sie_leftover.c). Restoring
+ * the last knob of a plan that holds a changed value disarms: the text is byte-exact again.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -36,6 +39,7 @@
 #include "sie_leftover.h"
 
 #define ENGINE_REPLY_MS 30000
+#define VALUE_PAGE	4096
 
 /* One `xsie-user run` per process and plan, shared by the knobs of the plan's perf-consts. */
 struct sie_engine {
@@ -46,6 +50,9 @@ struct sie_engine {
 	struct sie_const consts[SIE_MAX_CONSTS];
 	int nconsts;
 	struct sie_user *users[SIE_MAX_CONSTS]; /* the knobs on it, by const */
+	bool once[SIE_MAX_CONSTS];		/* read once per pass (sie_single_read) */
+	int64_t *values;			/* the engine's value page, shared once armed */
+	int page_fd;				/* its memfd, from "values" until mapped */
 	pid_t engine;				/* `xsie-user run` while armed, else 0 */
 	int sock;				/* its control stream */
 	char rbuf[XRTD_ERR_LEN];		/* what it sent past the last line read */
@@ -73,13 +80,35 @@ static int engine_line(struct sie_engine *e, char *line, size_t len)
 
 	while (!(nl = memchr(e->rbuf, '\n', e->rlen)) && e->rlen < sizeof(e->rbuf)) {
 		struct pollfd pfd = {.fd = e->sock, .events = POLLIN};
+		union {
+			char buf[CMSG_SPACE(sizeof(int))];
+			struct cmsghdr align;
+		} u;
+		struct iovec iov = {.iov_base = e->rbuf + e->rlen,
+				    .iov_len = sizeof(e->rbuf) - e->rlen};
+		struct msghdr m = {.msg_iov = &iov,
+				   .msg_iovlen = 1,
+				   .msg_control = u.buf,
+				   .msg_controllen = sizeof(u.buf)};
+		struct cmsghdr *c;
 		ssize_t got;
 
 		if (poll(&pfd, 1, ENGINE_REPLY_MS) <= 0)
 			return -1;
-		got = read(e->sock, e->rbuf + e->rlen, sizeof(e->rbuf) - e->rlen);
+		got = recvmsg(e->sock, &m, MSG_CMSG_CLOEXEC);
 		if (got <= 0)
 			return -1;
+		/* A descriptor comes only with "values" (the value page); a second is not kept. */
+		for (c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+				int got_fd;
+
+				memcpy(&got_fd, CMSG_DATA(c), sizeof(got_fd));
+				if (e->page_fd < 0)
+					e->page_fd = got_fd;
+				else
+					close(got_fd);
+			}
 		e->rlen += (size_t)got;
 	}
 	n = nl ? (size_t)(nl - e->rbuf) : e->rlen;
@@ -99,6 +128,9 @@ static int engine_stop(struct sie_engine *e, char *last, size_t len)
 	last[0] = 0;
 	while (!engine_line(e, last, len) && strncmp(last, "err ", 4))
 		;
+	if (e->values)
+		munmap(e->values, VALUE_PAGE);
+	e->values = NULL;
 	close(e->sock);
 	waitpid(e->engine, &st, 0);
 	e->engine = 0;
@@ -109,6 +141,8 @@ static int engine_stop(struct sie_engine *e, char *last, size_t len)
 	unlink(e->state);
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
+
+static void share_values(struct sie_engine *e);
 
 /* Start `xsie-user run` on the target; it answers "armed" or "err REASON". */
 static int engine_start(struct sie_engine *e, char err[XRTD_ERR_LEN])
@@ -131,7 +165,7 @@ static int engine_start(struct sie_engine *e, char err[XRTD_ERR_LEN])
 		dup2(sv[1], 0);
 		dup2(sv[1], 1);
 		execv(exe, (char *[]){exe, "run", "--pid", pid, "--plan", e->own, "--state",
-				      e->state, NULL});
+				      e->state, "--share-values", NULL});
 		_exit(127);
 	}
 	close(sv[1]);
@@ -149,7 +183,46 @@ static int engine_start(struct sie_engine *e, char err[XRTD_ERR_LEN])
 		return xrtd_errf(err, EIO, "sie-user: %s",
 				 !strncmp(line, "err ", 4) ? line + 4 : "xsie-user run failed");
 	}
+	share_values(e);
 	return 0;
+}
+
+/*
+ * After "armed", the engine's "values" line with its value page (or "values none: WHY"). Without
+ * the page every change goes through the engine, as it always may.
+ */
+static void share_values(struct sie_engine *e)
+{
+	char line[XRTD_ERR_LEN];
+	void *page = MAP_FAILED;
+
+	if (!engine_line(e, line, sizeof(line)) && !strcmp(line, "values") && e->page_fd >= 0)
+		page = mmap(NULL, VALUE_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, e->page_fd, 0);
+	else
+		fprintf(stderr,
+			"xrtd: sie-user pid %d: no shared value page (%s): every change goes "
+			"through the engine\n",
+			e->pid, line);
+	if (e->page_fd >= 0)
+		close(e->page_fd);
+	e->page_fd = -1;
+	e->values = page == MAP_FAILED ? NULL : page;
+}
+
+/*
+ * A perf-const read once per pass, changed with one atomic store of its word (the engine's own
+ * `set` does the same, runtime/sie/transition.c). Only while the engine is there and has nothing to
+ * say: a closed or talking control stream (the target exited, the engine died) takes the engine
+ * path, which reports it.
+ */
+static bool store_value(struct sie_engine *e, int cidx, int64_t value)
+{
+	struct pollfd pfd = {.fd = e->sock, .events = POLLIN};
+
+	if (!e->values || !e->once[cidx] || poll(&pfd, 1, 0) != 0)
+		return false;
+	__atomic_store_n(&e->values[cidx], value, __ATOMIC_RELEASE);
+	return true;
 }
 
 /* "set NAME VALUE" to the running engine; its refusal is the error. */
@@ -200,6 +273,10 @@ static int sie_user_write(struct xrtd_knob *k, int64_t value, char err[XRTD_ERR_
 		if (ret)
 			return ret;
 		armed_now = true;
+	}
+	if (store_value(s->e, s->cidx, value)) {
+		s->value = value;
+		return 0;
 	}
 	ret = engine_set(s->e, s->cidx, value, err);
 	if (!ret) {
@@ -330,6 +407,7 @@ static int engine_for(pid_t pid, const char *plan, struct sie_engine **out, char
 	}
 	e->pid = pid;
 	e->sock = -1;
+	e->page_fd = -1;
 	snprintf(e->plan, sizeof(e->plan), "%s", plan);
 	snprintf(e->own, sizeof(e->own), "%s/%d.%d.plan", dir, pid, ++serial);
 	snprintf(e->state, sizeof(e->state), "%s/%d.%d.state", dir, pid, serial);
@@ -340,6 +418,8 @@ static int engine_for(pid_t pid, const char *plan, struct sie_engine **out, char
 	if (!ret) {
 		memcpy(e->consts, p->consts, sizeof(e->consts));
 		e->nconsts = p->nconsts;
+		for (int i = 0; i < p->nconsts; i++)
+			e->once[i] = sie_single_read(p, &p->consts[i]);
 		e->next = engines;
 		engines = e;
 		*out = e;

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import random
+import signal
 import subprocess
 import sys
 import time
@@ -124,5 +125,39 @@ def test_bound_and_mask_retuned_at_1khz(tmp_path, bin_dir, one_read):
     finally:
         hog.kill()
         hog.wait()
+        x.cleanup()
+        t.close()
+
+
+def test_a_once_read_change_is_stored_by_xrtd_without_waking_the_engine(tmp_path, bin_dir):
+    """A once-read perf-const's change is one atomic store of its word, which xrtd makes itself in
+    the value page the engine shares: with the engine stopped (SIGSTOP) the change still takes
+    effect at once. Once the engine is gone, xrtd stores nothing and says so."""
+    table = batch_ring(True)
+    t = Ring(table.binary.path)
+    x = Xrtd(tmp_path).start()
+    try:
+        c = x.client()
+        c.register("K", "sie-user", f"{t.p.pid}:{plan_for(table, tmp_path)}", min=1, max=1 << 20)
+        c.set("K", 32)  # arms: the engine starts and shares its value page
+        assert t.wait_k(32)
+        (engine,) = [
+            int(pid)
+            for pid in subprocess.run(
+                ["pgrep", "-f", f"xsie-user run --pid {t.p.pid} "], capture_output=True, text=True
+            ).stdout.split()
+        ]
+        os.kill(engine, signal.SIGSTOP)
+        try:
+            c.set("K", 128)  # the engine cannot answer: only xrtd's own store can apply this
+            assert t.wait_k(128, timeout=2), f"K still {t.last_k()} with the engine stopped"
+        finally:
+            os.kill(engine, signal.SIGCONT)
+        os.kill(engine, signal.SIGKILL)
+        time.sleep(0.2)
+        with pytest.raises(KnobError):
+            c.set("K", 16)
+        assert t.last_k() == 128, "nothing may be stored once the engine is gone"
+    finally:
         x.cleanup()
         t.close()
