@@ -31,7 +31,10 @@ def test_corpus_oracle(engine):
             assert "layout" in c.detail[0] or "frame" in c.detail[0] or "shape" in c.detail[0]
     assert not [c for c in passed if c.program in ("static_table", "stack_array")]
     # Forms that must be handled with both compilers at both levels.
-    for prog in ("cmp_lt", "clamp_max", "mul", "add_off", "mask_low", "compare_ge", "inlined_callers"):
+    # or_bits/xor_bits: `or al, 0x80` for V = 128 is `or rax, 0x80` (flags dead); batch_count and
+    # ceil_batches: clang's `shr rcx, log2 V` (the count swapped through rcx).
+    musts = ("cmp_lt", "clamp_max", "mul", "add_off", "mask_low", "compare_ge", "inlined_callers")
+    for prog in (*musts, "or_bits", "xor_bits", "batch_count", "ceil_batches"):
         assert {c.verdict for c in cases if c.program == prog} == {"pass"}, prog
     inlined = [c for c in passed if c.program == "inlined_callers" and c.opt == "-O2"]
     assert all(len(c.table.consts[0].spans) >= 2 for c in inlined), "one span per inlined caller"

@@ -10,6 +10,7 @@ from xtune.sie.differ import FunctionDiff, diff_data, diff_functions
 from xtune.sie.elfcode import ElfCode
 from xtune.sie.entries import Entries, function_entries
 from xtune.sie.lift import Unsupported, lift
+from xtune.sie.liveness import result_bytes_read
 from xtune.sie.scope import (
     BinaryId,
     PerfConst,
@@ -249,13 +250,13 @@ def _span(  # type: ignore[no-untyped-def]
 ) -> Span:
     insns = d.insns
     where = place(insns, first, entries)
-    lifted = lift(insns[first], seeds[first], values)
+    lifted = lift(insns[first], seeds[first], values, result_bytes_read(insns, first))
     pieces = []
     texts = []
     exprs = []
     for k in range(where.first, where.last + 1):
         if k in seeds:
-            lk = lifted if k == first else lift(insns[k], seeds[k], values)
+            lk = lifted if k == first else lift(insns[k], seeds[k], values, result_bytes_read(insns, k))
             exprs.append(lk.text)
             code, relocs, text = seed_piece(lk, insns[k])
             pieces.append((code, relocs))

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from xtune.sie.disasm import Insn, disassemble
+from capstone import x86_const as x
+
+from xtune.sie.disasm import Insn, disassemble, family
 from xtune.sie.elfcode import ElfCode
+from xtune.sie.liveness import flags_dead_after, reg_bytes
 
 
 @dataclass
@@ -114,10 +117,13 @@ def _compare(name: str, listings: list[list[Insn]]) -> FunctionDiff:
                 f"instruction count differs ({len(base)} vs {len(other)}): the compiler chose other code"
             )
             return d
-        for a, b in zip(base, other, strict=True):
+        for n, (a, b) in enumerate(zip(base, other, strict=True)):
             if a.key != b.key:
-                d.shape_error = f"at +{a.off:#x}: `{a.mnemonic} {a.op_str}` vs `{b.mnemonic} {b.op_str}`"
-                return d
+                wide = _as_wide(base, other, n)
+                if wide is None:
+                    d.shape_error = f"at +{a.off:#x}: `{a.mnemonic} {a.op_str}` vs `{b.mnemonic} {b.op_str}`"
+                    return d
+                other[n] = wide
     for i in range(len(base)):
         for kind, get in (("imm", lambda n: n.imms), ("disp", lambda n: n.disps)):
             cols = [get(lst[i]) for lst in real]
@@ -128,3 +134,24 @@ def _compare(name: str, listings: list[list[Insn]]) -> FunctionDiff:
                         vals = [-v for v in vals]
                     d.seeds.append(Seed(base[i].index, kind, vals))
     return d  # no seeds: only addresses moved (the layout around the function changed)
+
+
+def _as_wide(base: list[Insn], other: list[Insn], n: int) -> Insn | None:
+    """other[n] read as base[n] when it is the same computation in a shorter encoding, else None.
+
+    `or al, 0x80` where the first build has `or rax, 0x40` (compilers use the byte form when the
+    constant does not fit a sign-extended imm8): on the register, or/xor of the low byte with an
+    imm8 is or/xor of the whole register with it zero-extended; only SF and ZF differ, so the flags
+    must be dead after the instruction in both builds."""
+    a, b = base[n], other[n]
+    if a.mnemonic != b.mnemonic or a.mnemonic not in ("or", "xor") or len(a.imms) != 1 or len(b.imms) != 1:
+        return None
+    oa, ob = a.ci.operands, b.ci.operands
+    if len(oa) != 2 or len(ob) != 2 or {oa[0].type, ob[0].type} != {x.X86_OP_REG}:
+        return None
+    wide, byte = a.ci.reg_name(oa[0].reg), b.ci.reg_name(ob[0].reg)
+    if oa[0].size != 8 or reg_bytes(byte) != 1 or family(byte) != family(wide):
+        return None
+    if not (flags_dead_after(base, n) and flags_dead_after(other, n)):
+        return None
+    return replace(b, key=a.key, imms=[ob[1].imm & 0xFF])

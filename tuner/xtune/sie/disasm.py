@@ -59,6 +59,26 @@ def signed(v: int, width: int) -> int:
     return v - (1 << bits) if v >> (bits - 1) else v
 
 
+def family(reg: str) -> str:
+    """The 64-bit register a register name is part of (al, ax, eax -> rax); others unchanged."""
+    table = {
+        "a": "rax",
+        "b": "rbx",
+        "c": "rcx",
+        "d": "rdx",
+    }
+    r = reg.lower()
+    for k, fam in table.items():
+        if r in (f"{k}l", f"{k}h", f"{k}x", f"e{k}x", f"r{k}x"):
+            return fam
+    for base in ("si", "di", "bp", "sp"):
+        if r in (base, f"{base}l", f"e{base}", f"r{base}"):
+            return f"r{base}"
+    if r.startswith("r") and r[1:].rstrip("bwd").isdigit():
+        return r.rstrip("bwd")
+    return r
+
+
 def disassemble(code: ElfCode, fn: Function) -> list[Insn]:
     out: list[Insn] = []
     end = fn.vaddr + len(fn.data)

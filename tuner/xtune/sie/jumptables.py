@@ -23,9 +23,8 @@ from dataclasses import dataclass
 
 from capstone import x86_const as x
 
-from xtune.sie.disasm import Insn
+from xtune.sie.disasm import Insn, family
 from xtune.sie.elfcode import DataSection, ElfCode, Function
-from xtune.sie.lift import family
 
 MAX_ENTRIES = 4096  # a bound above this is no switch table a compiler would emit
 BLOCK_LIMIT = 32  # instructions looked at before the jump

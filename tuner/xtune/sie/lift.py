@@ -11,12 +11,13 @@ scratch register holding IV, so no saved copy is needed.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from capstone import x86_const as x
 
 from xtune.sie.differ import Seed
-from xtune.sie.disasm import Insn
+from xtune.sie.disasm import Insn, family
 
 SCRATCH = ("r11", "r10", "r9", "r8", "rax", "rdx", "rsi", "rdi")
 SUB = {"r11": ("r11b", "r11w", "r11d"), "r10": ("r10b", "r10w", "r10d"), "r9": ("r9b", "r9w", "r9d")}
@@ -27,6 +28,8 @@ READ_ONLY = ("cmp", "test")
 REVERSIBLE = ("add", "sub", "xor")
 LOSSY = ("and", "or", "imul")
 SHIFTS = ("shl", "sal", "shr", "sar", "rol", "ror")
+# The low n bytes of these results depend only on the low n bytes of the operands.
+LOW_BITS = ("mov", "movabs", "add", "sub", "xor", "and", "or", "imul", "lea")
 
 
 class Unsupported(Exception):
@@ -78,11 +81,14 @@ def fit(values: list[int], ivs: list[int], width: int = 8) -> tuple[str, int, in
     )
 
 
-def lift(ins: Insn, seed: Seed, values: list[int]) -> Lifted:
+def lift(ins: Insn, seed: Seed, values: list[int], read_bytes: int = 8) -> Lifted:
+    """`read_bytes`: how many low bytes of the result later code reads (liveness.result_bytes_read);
+    builds that agree on those bytes compute the same (e.g. `add eax, -0x80` for V = 128 before
+    only `al` is read)."""
     ci = ins.ci
-    width = (ci.operands[0].size or 8) if seed.operand == "imm" else 8
-    form, a, b = fit(values, seed.values, width)
     m = ins.mnemonic
+    width = (ci.operands[0].size or 8) if seed.operand == "imm" else 8
+    form, a, b = fit(values, seed.values, min(width, read_bytes) if m in LOW_BITS else width)
     if ci.operands and ci.operands[0].type == x.X86_OP_REG and ci.reg_name(ci.operands[0].reg) == "rsp":
         raise Unsupported(
             f"`{m} {ins.op_str}`: the stack frame size depends on the constant (an array on the stack)"
@@ -95,11 +101,11 @@ def lift(ins: Insn, seed: Seed, values: list[int]) -> Lifted:
                 " or array stride), which differs for objects already in memory"
             )
         return _lift_lea(ins, ops, form, a, b)
-    used = {_family(ci.reg_name(r)) for r in _regs(ci)}
+    used = {family(ci.reg_name(r)) for r in _regs(ci)}
     dst = ci.operands[0]
     if m in SHIFTS:
         if "rcx" in used:
-            raise Unsupported(f"`{m} {ins.op_str}`: shift by V needs rcx, which the instruction uses")
+            return _lift_shift_of_rcx(ins, ops, used, form, a, b, width)
         scratch = "rcx"
     else:
         scratch = next((r for r in SCRATCH if r not in used), "")
@@ -138,10 +144,31 @@ def lift(ins: Insn, seed: Seed, values: list[int]) -> Lifted:
     raise Unsupported(f"`{m} {ins.op_str}`: the constant reaches an instruction SIE does not lift")
 
 
+def _lift_shift_of_rcx(
+    ins: Insn, ops: list[str], used: set[str], form: str, a: int, b: int, width: int
+) -> Lifted:
+    """A shift whose operand is (or is addressed by) rcx, which a shift by a register count needs
+    for the count: IV goes to a scratch S, swapped with rcx around the shift, and the operand names
+    S wherever it named rcx (S holds rcx's value then). xchg leaves the flags alone, and a shift by
+    cl sets them as the shift by the same immediate does."""
+    m = ins.mnemonic
+    scratch = next((r for r in SCRATCH if r not in used), "")
+    if not scratch:
+        raise Unsupported(f"`{m} {ins.op_str}`: no free scratch register")
+    if len(ops) != 2 or re.search(r"\bch\b", ops[0]):
+        raise Unsupported(f"`{m} {ins.op_str}`: shift by V needs rcx, which the instruction uses")
+    names = dict(zip(SUB["rcx"], SUB[scratch], strict=True)) | {"rcx": scratch}
+    operand = re.sub(r"\b(rcx|ecx|cx|cl)\b", lambda g: names[g.group(1)], _rsp_adjust(ops[0]))
+    target = "memory" if ins.ci.operands[0].type == x.X86_OP_MEM else "register"
+    body = [f"xchg {scratch}, rcx", f"{m} {operand}, cl", f"xchg {scratch}, rcx"]
+    # A shift by 0 leaves the flags alone: IV is computed with the flags saved (writes_flags False).
+    return Lifted(target, ops[0], form, a, b, width, "dual_location", scratch, body, False)
+
+
 def _lift_lea(ins: Insn, ops: list[str], form: str, a: int, b: int) -> Lifted:
     ci = ins.ci
     mem = ci.operands[1].mem
-    used = {_family(ci.reg_name(r)) for r in _regs(ci)}
+    used = {family(ci.reg_name(r)) for r in _regs(ci)}
     scratch = next(r for r in SCRATCH if r not in used)
     if mem.base and mem.index:
         raise Unsupported(f"`lea {ins.op_str}`: base, index and a tunable offset: no form with a register")
@@ -152,7 +179,7 @@ def _lift_lea(ins: Insn, ops: list[str], form: str, a: int, b: int) -> Lifted:
     if addr_reg == "rsp":
         raise Unsupported(f"`lea {ins.op_str}`: the constant offsets a stack address (frame layout)")
     width = ci.operands[0].size
-    kind = "inverse" if _family(ci.reg_name(ci.operands[0].reg)) == _family(addr_reg) else "single_write"
+    kind = "inverse" if family(ci.reg_name(ci.operands[0].reg)) == family(addr_reg) else "single_write"
     body = [f"lea {ops[0]}, [{scratch} + {addr_reg}*{scale}]"]
     return Lifted("register", ops[0], form, a, b, width, kind, scratch, body, False)
 
@@ -171,30 +198,7 @@ def _regs(ci) -> list[int]:  # type: ignore[no-untyped-def]
     return list(read) + list(written)
 
 
-def _family(reg: str) -> str:
-    table = {
-        "a": "rax",
-        "b": "rbx",
-        "c": "rcx",
-        "d": "rdx",
-    }
-    r = reg.lower()
-    for k, fam in table.items():
-        if r in (f"{k}l", f"{k}h", f"{k}x", f"e{k}x", f"r{k}x"):
-            return fam
-    for base in ("si", "di", "bp", "sp"):
-        if r in (base, f"{base}l", f"e{base}", f"r{base}"):
-            return f"r{base}"
-    if r.startswith("r") and r[1:].rstrip("bwd").isdigit():
-        return r.rstrip("bwd")
-    return r
-
-
 def _sized(reg64: str, width: int) -> str:
     if width == 8:
         return reg64
     return SUB[reg64][{1: 0, 2: 1, 4: 2}[width]]
-
-
-def family(reg: str) -> str:
-    return _family(reg)

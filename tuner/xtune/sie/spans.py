@@ -7,9 +7,8 @@ from dataclasses import dataclass
 import capstone as cs
 from capstone import x86_const as x
 
-from xtune.sie.disasm import Insn
+from xtune.sie.disasm import Insn, family
 from xtune.sie.entries import Entries
-from xtune.sie.lift import family
 
 JMP_LEN = 5
 ARG_REGS = {"rdi", "rsi", "rdx", "rcx", "r8", "r9"}

@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from capstone import x86_const as x
 
 from xtune.sie.differ import FunctionDiff, Seed
-from xtune.sie.disasm import Insn
+from xtune.sie.disasm import Insn, family
 from xtune.sie.elfcode import Function
-from xtune.sie.lift import Unsupported, family, fit
+from xtune.sie.lift import Unsupported, fit
 
 PT_REGS = (
     "rax",
