@@ -32,10 +32,17 @@ def test_corpus_oracle(engine):
     assert not [c for c in passed if c.program in ("static_table", "stack_array")]
     # Forms that must be handled with both compilers at both levels.
     # or_bits/xor_bits: `or al, 0x80` for V = 128 is `or rax, 0x80` (flags dead); batch_count and
-    # ceil_batches: clang's `shr rcx, log2 V` (the count swapped through rcx).
+    # ceil_batches: clang's `shr rcx, log2 V` (the count swapped through rcx); scale_odd: gcc expands
+    # n * (K + 3) into other shifts and adds for each value, one span computes n * IV.
     musts = ("cmp_lt", "clamp_max", "mul", "add_off", "mask_low", "compare_ge", "inlined_callers")
-    for prog in (*musts, "or_bits", "xor_bits", "batch_count", "ceil_batches"):
+    for prog in (*musts, "or_bits", "xor_bits", "batch_count", "ceil_batches", "scale_odd"):
         assert {c.verdict for c in cases if c.program == prog} == {"pass"}, prog
+    expanded = [
+        s for c in passed if c.program == "scale_odd" and c.cc == "gcc" for s in c.table.consts[0].spans
+    ]
+    assert expanded and all("imul" in s.update.text for s in expanded)
+    # (signed char)(n + K): gcc's `add eax, -0x80` for V = 128 fits V, since only `al` is read after it.
+    assert {c.verdict for c in cases if c.program == "char_width" and c.cc == "gcc"} == {"pass"}
     inlined = [c for c in passed if c.program == "inlined_callers" and c.opt == "-O2"]
     assert all(len(c.table.consts[0].spans) >= 2 for c in inlined), "one span per inlined caller"
     # A switch compiled to a jump table: its targets resolved, the spans are jumps.

@@ -7,9 +7,11 @@ import time
 from pathlib import Path
 
 from xtune.sie.differ import FunctionDiff, diff_data, diff_functions
+from xtune.sie.disasm import family
 from xtune.sie.elfcode import ElfCode
 from xtune.sie.entries import Entries, function_entries
-from xtune.sie.lift import Unsupported, lift
+from xtune.sie.lift import SCRATCH, Lifted, Unsupported, fit, lift
+from xtune.sie.linear import Region
 from xtune.sie.liveness import result_bytes_read
 from xtune.sie.scope import (
     BinaryId,
@@ -22,10 +24,16 @@ from xtune.sie.scope import (
     StateExpr,
     Update,
 )
-from xtune.sie.spans import STORED, place, safe_span, start_location
+from xtune.sie.spans import JMP_LEN, STORED, place, safe_span, start_location
 from xtune.sie.spec import Spec, SpecError
 from xtune.sie.synth import SynthError, relocated, seed_piece, trampoline
 from xtune.sie.variants import build_one, build_variants
+
+SHAPE = "code shape depends on the constant"
+SHAPE_HINT = (
+    ": the compiler emits other instructions for other values, and SIE retunes operands only;"
+    " analyze values that give the same code, or keep the constant in a variable here"
+)
 
 
 def analyze(spec: Spec) -> ScopeTable:
@@ -71,7 +79,7 @@ def analyze(spec: Spec) -> ScopeTable:
         wide = scope([*outputs, build_one(spec, extra)], [*values, extra]).consts[0]
         if not wide.tunable:
             r = wide.refusals[0]
-            return f"{r.function}: {r.reason}"
+            return f"{r.function}: {r.reason.removesuffix(SHAPE_HINT)}"
         if [(s.function, s.start) for s in wide.spans] != [(s.function, s.start) for s in const.spans]:
             return "the spans differ"
         return ""
@@ -164,7 +172,7 @@ def analyze_binaries(
                 dd.where, f"the constant also lives in data ({dd.section}): SIE retunes code only", dd.detail
             )
         )
-    for d in diff_functions(codes, only):
+    for d in diff_functions(codes, only, regions=True):
         _function(d, codes[0], values, const, persistent)
     if not const.spans and not const.refusals:
         const.refusals.append(Refusal("", "no function's code depends on the constant in these builds"))
@@ -205,10 +213,19 @@ def _function(d: FunctionDiff, code: ElfCode, values: list[int], const: PerfCons
         )
         return
     if d.shape_error:
-        const.refusals.append(Refusal(d.name, "code shape depends on the constant", d.shape_error))
+        const.refusals.append(Refusal(d.name, SHAPE + SHAPE_HINT, d.shape_error))
         return
     fn = code.functions[d.name]
     entries = function_entries(code, fn, d.insns)
+    if d.region:
+        try:
+            const.spans.append(_region_span(d, d.region, fn.vaddr, fn.section, values, persistent, entries))
+        except (Unsupported, SynthError, Escape) as e:
+            where = d.insns[d.region.start]
+            const.refusals.append(
+                Refusal(d.name, str(e), f"+{where.off:#x}: {where.mnemonic} {where.op_str}")
+            )
+        return
     covered: set[int] = set()
     seeds = {s.index: s for s in d.seeds}
     for seed in d.seeds:
@@ -298,6 +315,57 @@ def _span(  # type: ignore[no-untyped-def]
         update=Update(lifted.kind, " | ".join(texts)),
         patch=where.patch,
         patch_reason=where.reason,
+        trampoline=code.hex(),
+        relocs=relocs,
+        safe=[SafeRange(s, e) for s, e in ranges],
+        safe_reason=reason,
+        return_points=returns,
+    )
+
+
+def _region_span(  # type: ignore[no-untyped-def]
+    d: FunctionDiff, region: Region, vaddr: int, section: str, values: list[int], persistent: bool, entries
+) -> Span:
+    """A multiplication the builds expand differently (linear.py): the run becomes one span whose
+    trampoline computes R = X * IV."""
+    insns = d.insns
+    first, last = insns[region.start], insns[region.last]
+    start, end = first.off, last.off + last.size
+    if entries.unknown:
+        raise Unsupported(f"the multiplication spans several instructions and {entries.unknown}")
+    inside = sorted(t for t in entries.offsets if start < t < end)
+    if inside:
+        raise Unsupported(f"+{inside[0]:#x} is a branch target inside the multiplication's instructions")
+    if region.src == "rsp":
+        raise Unsupported("the multiplication reads rsp, which the trampoline moves")
+    form, a, b = fit(values, region.factors)
+    scratch = next(r for r in SCRATCH if r not in (region.reg, region.src))
+    body = ([f"mov {region.reg}, {region.src}"] if region.reg != region.src else []) + [
+        f"imul {region.reg}, {scratch}"
+    ]
+    lifted = Lifted("register", region.reg, form, a, b, 8, "single_write", scratch, body, True)
+    code, relocs, text = seed_piece(lifted, first)
+    text_expr = f"{region.reg} <- {region.src} * ({lifted.text.split(' <- ')[1]})"
+    ranges, reason, escapes = safe_span(insns, region.start, region.last, {family(region.reg)}, vaddr)
+    if escapes and not persistent:
+        raise Escape(reason.removesuffix(": whole function"))
+    returns = sorted(
+        i.off + i.size
+        for i in insns
+        if i.is_call and (start <= i.off < end or any(s <= i.off + i.size < e for s, e in ranges))
+    )
+    patch = "jump" if end - start >= JMP_LEN else "int3"
+    return Span(
+        function=d.name,
+        section=section,
+        func_vaddr=vaddr,
+        start=start,
+        end=end,
+        expected=b"".join(i.raw for i in insns[region.start : region.last + 1]).hex(),
+        state=StateExpr("register", region.reg, form, a, b, 8, text_expr),
+        update=Update("single_write", text),
+        patch=patch,
+        patch_reason="" if patch == "jump" else "the multiplication's instructions are shorter than a jump",
         trampoline=code.hex(),
         relocs=relocs,
         safe=[SafeRange(s, e) for s, e in ranges],

@@ -9,6 +9,7 @@ from capstone import x86_const as x
 
 from xtune.sie.disasm import Insn, disassemble, family
 from xtune.sie.elfcode import ElfCode
+from xtune.sie.linear import Region, find_region
 from xtune.sie.liveness import flags_dead_after, reg_bytes
 
 
@@ -27,11 +28,14 @@ class FunctionDiff:
     insns: list[Insn]  # of the first build (the one the engine patches)
     seeds: list[Seed] = field(default_factory=list)
     shape_error: str = ""  # non-empty: the builds differ beyond operands
+    region: Region | None = None  # they differ by a multiplication expanded in other instructions
     outside_filter: bool = False  # differs, but the `functions` filter leaves it out
 
 
-def diff_functions(codes: list[ElfCode], only: str = "") -> list[FunctionDiff]:
+def diff_functions(codes: list[ElfCode], only: str = "", regions: bool = False) -> list[FunctionDiff]:
     """Functions whose code differs between the builds (by bytes, relocations masked).
+    `regions`: a multiplication expanded into other instructions comes back as `region` (the
+    user-space engine can replace it; the kernel's cannot).
 
     Functions that the `only` filter leaves out are still compared: one that differs is returned
     with `outside_filter` set, since retuning the others alone would leave it behind."""
@@ -50,9 +54,9 @@ def diff_functions(codes: list[ElfCode], only: str = "") -> list[FunctionDiff]:
         if all(m == masked[0] for m in masked[1:]):
             continue
         listings = [disassemble(first, fn)] + [disassemble(c, c.functions[name]) for c in codes[1:]]
-        d = _compare(name, listings)
+        d = _compare(name, listings, regions)
         d.outside_filter = outside
-        if d.seeds or d.shape_error:
+        if d.seeds or d.shape_error or d.region:
             out.append(d)
     missing = [n for c in codes[1:] for n in c.functions if n not in first.functions]
     for n in sorted(set(missing)):
@@ -106,7 +110,7 @@ def _masked_bytes(fn) -> bytes:  # type: ignore[no-untyped-def]
     return bytes(0 if i in fn.relocs else b for i, b in enumerate(fn.data))
 
 
-def _compare(name: str, listings: list[list[Insn]]) -> FunctionDiff:
+def _compare(name: str, listings: list[list[Insn]], regions: bool = False) -> FunctionDiff:
     """Compare instruction by instruction, padding nops left out (alignment differs freely)."""
     d = FunctionDiff(name, listings[0])
     real = [[i for i in lst if not i.is_nop] for lst in listings]
@@ -116,13 +120,13 @@ def _compare(name: str, listings: list[list[Insn]]) -> FunctionDiff:
             d.shape_error = (
                 f"instruction count differs ({len(base)} vs {len(other)}): the compiler chose other code"
             )
-            return d
+            return _as_region(d, real) if regions else d
         for n, (a, b) in enumerate(zip(base, other, strict=True)):
             if a.key != b.key:
                 wide = _as_wide(base, other, n)
                 if wide is None:
                     d.shape_error = f"at +{a.off:#x}: `{a.mnemonic} {a.op_str}` vs `{b.mnemonic} {b.op_str}`"
-                    return d
+                    return _as_region(d, real) if regions else d
                 other[n] = wide
     for i in range(len(base)):
         for kind, get in (("imm", lambda n: n.imms), ("disp", lambda n: n.disps)):
@@ -155,3 +159,13 @@ def _as_wide(base: list[Insn], other: list[Insn], n: int) -> Insn | None:
     if not (flags_dead_after(base, n) and flags_dead_after(other, n)):
         return None
     return replace(b, key=a.key, imms=[ob[1].imm & 0xFF])
+
+
+def _as_region(d: FunctionDiff, listings: list[list[Insn]]) -> FunctionDiff:
+    """The shape error stands unless the builds differ by one multiplication (linear.py)."""
+    region = find_region(listings)
+    if isinstance(region, Region):
+        d.region, d.shape_error = region, ""
+    else:
+        d.shape_error += f" (not one multiplication: {region})"
+    return d

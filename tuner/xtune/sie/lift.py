@@ -77,7 +77,9 @@ def fit(values: list[int], ivs: list[int], width: int = 8) -> tuple[str, int, in
         if all((a * xv + b - iv) & mask == 0 for xv, iv in zip(xs, ivs, strict=True)):
             return form, a, b
     raise Unsupported(
-        f"operand values {ivs} for V = {values} fit no a*f(V) + b (f: V, log2 V, V/2, V/4, V/8)"
+        f"operand values {ivs} for V = {values} fit no a*f(V) + b (f: V, log2 V, V/2, V/4, V/8):"
+        " the compiler folded V into another function of it here (a remainder, a division by another"
+        " number); keep this use of the constant in a variable"
     )
 
 

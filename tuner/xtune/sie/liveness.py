@@ -36,7 +36,9 @@ def _writes_all_flags(ci: cs.CsInsn) -> bool:
 
 
 def _leaves_line(ins: Insn) -> bool:
-    return ins.is_jump or ins.is_call or ins.ends_flow or ins.indirect
+    """A branch, or a system call or interrupt (whose register reads capstone does not list)."""
+    system = ins.ci.group(cs.CS_GRP_INT) or ins.mnemonic in ("syscall", "sysenter", "int3")
+    return ins.is_jump or ins.is_call or ins.ends_flow or ins.indirect or bool(system)
 
 
 def _returns(ins: Insn) -> bool:
@@ -70,7 +72,8 @@ def reg_bytes(name: str) -> int:
 
 
 def bytes_read_after(insns: list[Insn], k: int, reg: str) -> int:
-    """How many low bytes of `reg`'s family (as insns[k] leaves it) later code reads: 1, 2, 4 or 8."""
+    """How many low bytes of `reg`'s family (as insns[k] leaves it) later code reads: 0 (none), 1,
+    2, 4 or 8."""
     fam = family(reg)
     need = 0
     for ins in insns[k + 1 :]:
@@ -79,11 +82,11 @@ def bytes_read_after(insns: list[Insn], k: int, reg: str) -> int:
             if family(ins.ci.reg_name(r)) == fam:
                 need = max(need, reg_bytes(ins.ci.reg_name(r)))
         if _returns(ins):
-            return 8 if fam in LIVE_AT_RETURN else max(need, 1)
+            return 8 if fam in LIVE_AT_RETURN else need
         if _leaves_line(ins):
             return 8
         if any(family(ins.ci.reg_name(r)) == fam and reg_bytes(ins.ci.reg_name(r)) >= 4 for r in written):
-            return max(need, 1)
+            return need
     return 8
 
 
@@ -95,4 +98,4 @@ def result_bytes_read(insns: list[Insn], k: int) -> int:
         return 8
     if ci.eflags and not flags_dead_after(insns, k):
         return 8
-    return bytes_read_after(insns, k, ci.reg_name(ci.operands[0].reg))
+    return max(1, bytes_read_after(insns, k, ci.reg_name(ci.operands[0].reg)))
