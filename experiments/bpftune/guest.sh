@@ -4,10 +4,12 @@
 # server, the receiver) and a namespace "cli" (the iperf3 client, the sender) over one veth pair
 # with a netem delay on each end, so the round trip is 2 x DELAY_MS and the socket buffers'
 # limits (tcp_rmem/tcp_wmem) bound the window. Contenders, in an order rotated by one per
-# repetition: `defaults` (the kernel's values, never written) and `bpftune` (started from the
+# repetition: `defaults` (the kernel's values, never written), `bpftune` (started from the
 # defaults, its tuners loaded, one unmeasured warm-up run to learn in, then the measured run;
-# stopped with its rollback). Each visit: warm-up, tcp_metrics flushed, measured run, values
-# restored and checked against the boot snapshot. Results are XB- lines on the console.
+# stopped with its rollback) and `xtune-bo` (the receiver's tcp_rmem[2] = BO_RMEM_MAX, the
+# sender's tcp_wmem[2] = BO_WMEM_MAX: the values xtune's BO picked). Each visit: warm-up,
+# tcp_metrics flushed, measured run, values restored and checked against the boot snapshot.
+# Results are XB- lines on the console.
 /bin/busybox --install -s /bin
 # busybox runs its own applets (ip, tc) ahead of PATH: the full iproute2 is named by its path.
 export PATH=/opt/bin:/bin LD_LIBRARY_PATH=/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu
@@ -19,7 +21,7 @@ mkdir -p /var && ln -s /run /var/run
 mount -t tmpfs tmpfs /tmp
 mount -t bpf bpf /sys/fs/bpf
 # shellcheck source=/dev/null
-. /params # REPS RUN_S WARMUP_S DELAY_MS CONTENDERS
+. /params # REPS RUN_S WARMUP_S DELAY_MS CONTENDERS [BO_RMEM_MAX BO_WMEM_MAX]
 # shellcheck source=/dev/null
 . /lib.sh
 echo "XB-BOOTED $(uname -r) reps=$REPS seconds=$RUN_S warmup=$WARMUP_S delay_ms=$DELAY_MS"
@@ -81,6 +83,10 @@ visit() { # contender rep
 		done
 		echo "XB-TUNERS $2 $(grep -c 'sucessfully initialized tuner' /tmp/bpftune.log)"
 		sleep 2
+	elif [ "$1" = xtune-bo ]; then
+		set_max /proc/sys/net/ipv4/tcp_rmem "$BO_RMEM_MAX" || fail "tcp_rmem[2] = $BO_RMEM_MAX refused"
+		/opt/bin/ip netns exec cli sh -c ". /lib.sh; set_max /proc/sys/net/ipv4/tcp_wmem $BO_WMEM_MAX" ||
+			fail "tcp_wmem[2] = $BO_WMEM_MAX refused"
 	fi
 	bulk "$WARMUP_S" >/dev/null || fail "warm-up run ($1 r$2): $(tail -3 /tmp/iperf.out)"
 	/opt/bin/ip tcp_metrics flush all 2>/dev/null

@@ -24,3 +24,11 @@ restore() {
 	done <"$1"
 	snapshot | diff "$1" - | grep '^[-+]/' || true
 }
+
+# Sets the third field (the limit) of a three-field sysctl file $1 to $2, read back.
+# (Not `read`: busybox reads a byte at a time, and a sysctl file read past offset 0 is empty.)
+set_max() {
+	# shellcheck disable=SC2046 # the three fields as $3 $4 $5
+	set -- "$1" "$2" $(value "$1")
+	echo "$3 $4 $2" >"$1" && [ "$(value "$1")" = "$3 $4 $2" ]
+}
