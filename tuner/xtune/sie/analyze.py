@@ -7,7 +7,6 @@ import time
 from pathlib import Path
 
 from xtune.sie.differ import FunctionDiff, diff_data, diff_functions
-from xtune.sie.disasm import family
 from xtune.sie.elfcode import ElfCode
 from xtune.sie.entries import Entries, function_entries
 from xtune.sie.lift import SCRATCH, Lifted, Unsupported, fit, lift
@@ -24,7 +23,7 @@ from xtune.sie.scope import (
     StateExpr,
     Update,
 )
-from xtune.sie.spans import JMP_LEN, STORED, place, safe_span, start_location
+from xtune.sie.spans import JMP_LEN, STORED, Placement, place, safe_span, start_location
 from xtune.sie.spec import Spec, SpecError
 from xtune.sie.synth import SynthError, relocated, seed_piece, trampoline
 from xtune.sie.variants import build_one, build_variants
@@ -280,46 +279,17 @@ def _span(  # type: ignore[no-untyped-def]
             texts.append(text)
         else:
             pieces.append(relocated(insns[k]))
-    code, relocs = trampoline(pieces)
-    start, end = insns[where.first].off, insns[where.last].off + insns[where.last].size
-    loc = start_location(lifted.target, lifted.location, insns[first])
-    if "<memory>" in loc:
-        seed = insns[first]
-        where_stored = f"{STORED} at +{seed.off:#x} (`{seed.mnemonic} {seed.op_str}`)"
-        ranges, reason, escapes = (
-            [(0, insns[-1].off + insns[-1].size)],
-            f"{where_stored}: whole function",
-            True,
-        )
-    else:
-        ranges, reason, escapes = safe_span(insns, where.first, where.last, loc, vaddr)
-    if escapes and not persistent:
-        raise Escape(reason.removesuffix(": whole function"))
-    raw = b"".join(i.raw for i in insns[where.first : where.last + 1])
-    # Where a call inside the safe span (or the span, whose code runs from the trampoline) returns.
-    returns = sorted(
-        i.off + i.size
-        for i in insns
-        if i.is_call and (start <= i.off < end or any(s <= i.off + i.size < e for s, e in ranges))
-    )
-    return Span(
-        function=d.name,
-        section=section,
-        func_vaddr=vaddr,
-        start=start,
-        end=end,
-        expected=raw.hex(),
-        state=StateExpr(
-            lifted.target, lifted.location, lifted.form, lifted.a, lifted.b, lifted.width, "; ".join(exprs)
-        ),
-        update=Update(lifted.kind, " | ".join(texts)),
-        patch=where.patch,
-        patch_reason=where.reason,
-        trampoline=code.hex(),
-        relocs=relocs,
-        safe=[SafeRange(s, e) for s, e in ranges],
-        safe_reason=reason,
-        return_points=returns,
+    return _finish(
+        d,
+        vaddr,
+        section,
+        where,
+        first,
+        lifted,
+        trampoline(pieces),
+        "; ".join(exprs),
+        " | ".join(texts),
+        persistent,
     )
 
 
@@ -345,27 +315,64 @@ def _region_span(  # type: ignore[no-untyped-def]
     ]
     lifted = Lifted("register", region.reg, form, a, b, 8, "single_write", scratch, body, True)
     code, relocs, text = seed_piece(lifted, first)
-    text_expr = f"{region.reg} <- {region.src} * ({lifted.text.split(' <- ')[1]})"
-    ranges, reason, escapes = safe_span(insns, region.start, region.last, {family(region.reg)}, vaddr)
+    expr = f"{region.reg} <- {region.src} * ({lifted.text.split(' <- ')[1]})"
+    where = (
+        Placement(region.start, region.last, "jump", "")
+        if end - start >= JMP_LEN
+        else Placement(
+            region.start, region.last, "int3", "the multiplication's instructions are shorter than a jump"
+        )
+    )
+    return _finish(d, vaddr, section, where, region.start, lifted, (code, relocs), expr, text, persistent)
+
+
+def _finish(  # type: ignore[no-untyped-def]
+    d: FunctionDiff,
+    vaddr: int,
+    section: str,
+    where: Placement,
+    seed: int,
+    lifted: Lifted,
+    tramp: tuple[bytes, list],
+    expr: str,
+    update: str,
+    persistent: bool,
+) -> Span:
+    """The span of `where`, with its trampoline and the safe span sliced from the seed's target."""
+    insns = d.insns
+    code, relocs = tramp
+    start, end = insns[where.first].off, insns[where.last].off + insns[where.last].size
+    loc = start_location(lifted.target, lifted.location, insns[seed])
+    if "<memory>" in loc:
+        ins = insns[seed]
+        where_stored = f"{STORED} at +{ins.off:#x} (`{ins.mnemonic} {ins.op_str}`)"
+        ranges, reason, escapes = (
+            [(0, insns[-1].off + insns[-1].size)],
+            f"{where_stored}: whole function",
+            True,
+        )
+    else:
+        ranges, reason, escapes = safe_span(insns, where.first, where.last, loc, vaddr)
     if escapes and not persistent:
         raise Escape(reason.removesuffix(": whole function"))
+    raw = b"".join(i.raw for i in insns[where.first : where.last + 1])
+    # Where a call inside the safe span (or the span, whose code runs from the trampoline) returns.
     returns = sorted(
         i.off + i.size
         for i in insns
         if i.is_call and (start <= i.off < end or any(s <= i.off + i.size < e for s, e in ranges))
     )
-    patch = "jump" if end - start >= JMP_LEN else "int3"
     return Span(
         function=d.name,
         section=section,
         func_vaddr=vaddr,
         start=start,
         end=end,
-        expected=b"".join(i.raw for i in insns[region.start : region.last + 1]).hex(),
-        state=StateExpr("register", region.reg, form, a, b, 8, text_expr),
-        update=Update("single_write", text),
-        patch=patch,
-        patch_reason="" if patch == "jump" else "the multiplication's instructions are shorter than a jump",
+        expected=raw.hex(),
+        state=StateExpr(lifted.target, lifted.location, lifted.form, lifted.a, lifted.b, lifted.width, expr),
+        update=Update(lifted.kind, update),
+        patch=where.patch,
+        patch_reason=where.reason,
         trampoline=code.hex(),
         relocs=relocs,
         safe=[SafeRange(s, e) for s, e in ranges],
