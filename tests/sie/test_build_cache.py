@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -73,3 +74,29 @@ def test_a_build_that_leaves_no_record_is_never_reused(tmp_path: Path) -> None:
     assert status(build_one(spec, 5)) == 3
     prebuilt.write_text("#!/bin/sh\nexit 4\n")
     assert status(build_one(spec, 5)) == 4
+
+
+def test_the_same_program_in_another_folder_is_its_own_build(tmp_path: Path) -> None:
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir(), second.mkdir()
+    spec_a, spec_b = (
+        program(first, "gcc -O2 -I inc -o {out} {src}"),
+        program(second, "gcc -O2 -I inc -o {out} {src}"),
+    )
+    (second / "inc" / "far.h").write_text("#define FAR 50\n")
+    assert status(build_one(spec_a, 5)) == 116
+    assert status(build_one(spec_b, 5)) == 66
+
+
+@pytest.mark.parametrize(
+    "build", ["gcc -O2 -I inc -o {out} {src}", "cat {src} >/dev/null && cp {dir}/prebuilt {out}"]
+)
+def test_builds_of_one_key_at_once_each_give_a_whole_build(tmp_path: Path, build: str) -> None:
+    # Threads here; other processes sharing build/ are the same case.
+    spec = program(tmp_path, build)
+    prebuilt = tmp_path / "prebuilt"
+    prebuilt.write_text("#!/bin/sh\nexit 116\n")
+    prebuilt.chmod(0o755)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        outs = list(pool.map(lambda _: build_one(spec, 5), range(8)))
+    assert [status(out) for out in outs] == [116] * 8

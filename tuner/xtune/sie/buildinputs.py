@@ -57,9 +57,7 @@ def headers_digest(headers: list[Path], source: Path) -> str:
 
 
 def recording_env(build_dir: Path) -> dict[str, str]:
-    """The environment for a build that leaves gcc's and clang's records in `build_dir`."""
-    for name in (_GCC_RECORD, _CLANG_RECORD, _MANIFEST):
-        (build_dir / name).unlink(missing_ok=True)
+    """The environment for a build that leaves gcc's and clang's records in `build_dir` (a new folder)."""
     env = dict(os.environ)
     env["DEPENDENCIES_OUTPUT"] = str(build_dir / _GCC_RECORD)
     env["CC_PRINT_HEADERS"] = "1"

@@ -4,8 +4,11 @@ every file the build reads (the source, its local headers, the compiler's record
 from __future__ import annotations
 
 import hashlib
+import os
 import shlex
+import shutil
 import subprocess
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -31,11 +34,29 @@ def cache_dir() -> Path:
     return d
 
 
+def _published(key_dir: Path) -> Path | None:
+    """The output of the key's published build, if every file it read is unchanged."""
+    try:
+        build_dir = key_dir / os.readlink(key_dir / "current")
+    except OSError:
+        return None
+    out = build_dir / "out"
+    return out if out.exists() and inputs_unchanged(build_dir) else None
+
+
+def _publish(key_dir: Path, build_dir: Path) -> None:
+    """Make `build_dir` the key's current build in one step (a symbolic link replaced)."""
+    link = key_dir / f".current-{build_dir.name}"
+    os.symlink(build_dir.name, link)
+    os.replace(link, key_dir / "current")
+
+
 def build_one(spec: Spec, value: int) -> Path:
     """Output of the build with the constant set to `value`; rebuilt only when inputs change."""
     src_text = spec.source.read_text() if spec.define else rewrite_source(spec, value)
     # A rewritten source is built from a copy, with the local headers it includes beside it.
     headers = [] if spec.define else local_headers(spec.source)
+    cwd = spec.path.parent.absolute()  # relative paths in the command and the records
     key = hashlib.sha256(
         "\0".join(
             [
@@ -45,33 +66,48 @@ def build_one(spec: Spec, value: int) -> Path:
                 str(value),
                 str(spec.define),
                 spec.source.name,
+                str(cwd),
             ]
         ).encode()
     ).hexdigest()[:20]
-    d = cache_dir() / key
-    out = d / "out"
-    if out.exists() and inputs_unchanged(d):
-        return out
-    d.mkdir(exist_ok=True)
-    # Keep the file name so that __FILE__ and the compiler's choices match the original build;
-    # in -D mode build the original file itself (includes next to it keep working).
-    src = spec.source if spec.define else copy_with_headers(spec.source, src_text, headers, d / "src")
-    fields = {
-        "src": shlex.quote(str(src)),
-        "out": shlex.quote(str(out) + ".tmp"),
-        "value": str(value),
-        "orig": shlex.quote(str(spec.source)),
-        "dir": shlex.quote(str(spec.source.parent)),
-        "define": f"-D{spec.constant}={value}",
-    }
-    cmd = spec.build.format(**fields)
-    cwd = spec.path.parent
-    r = subprocess.run(cmd, shell=True, capture_output=True, text=True, cwd=cwd, env=recording_env(d))
-    if r.returncode != 0:
-        raise BuildError(f"build with {spec.constant}={value} failed ({cmd}):\n{r.stderr.strip()[-2000:]}")
-    # The manifest of what the build read decides reuse; a build that leaves none is never reused.
-    record_inputs(d, spec.build, cwd)
-    Path(str(out) + ".tmp").rename(out)
+    key_dir = cache_dir() / key
+    reused = _published(key_dir)
+    if reused:
+        return reused
+    key_dir.mkdir(exist_ok=True)
+    # Each build has a folder of its own, so builds of one key (threads, other processes) never
+    # share a file, and an output's path always names the build it was (a table records it).
+    build_dir = Path(tempfile.mkdtemp(prefix="build-", dir=key_dir))
+    out = build_dir / "out"
+    try:
+        # Keep the file name so that __FILE__ and the compiler's choices match the original build;
+        # in -D mode build the original file itself (includes next to it keep working).
+        src = (
+            spec.source
+            if spec.define
+            else copy_with_headers(spec.source, src_text, headers, build_dir / "src")
+        )
+        fields = {
+            "src": shlex.quote(str(src)),
+            "out": shlex.quote(str(out)),
+            "value": str(value),
+            "orig": shlex.quote(str(spec.source)),
+            "dir": shlex.quote(str(spec.source.parent)),
+            "define": f"-D{spec.constant}={value}",
+        }
+        cmd = spec.build.format(**fields)
+        r = subprocess.run(
+            cmd, shell=True, capture_output=True, text=True, cwd=cwd, env=recording_env(build_dir)
+        )
+        if r.returncode != 0 or not out.exists():
+            why = r.stderr.strip()[-2000:] if r.returncode != 0 else "it made no {out}"
+            raise BuildError(f"build with {spec.constant}={value} failed ({cmd}):\n{why}")
+    except BaseException:
+        shutil.rmtree(build_dir, ignore_errors=True)
+        raise
+    # Only a build whose inputs are known is reused; one that leaves no record runs each time.
+    if record_inputs(build_dir, spec.build, cwd):
+        _publish(key_dir, build_dir)
     return out
 
 
