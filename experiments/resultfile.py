@@ -4,6 +4,11 @@
 with where it came from: the git tree hash of the sources it measured (so a later change to those
 sources shows the figures as stale), whether those sources had uncommitted changes, and the host
 facts detected at run time (never written in by hand). `scripts/check-figures` reads them back.
+
+Every benchmark imports this module, and importing it makes SIGTERM and SIGHUP unwind the stack
+as Ctrl-C does (`xtune.host.termination`): a benchmark stopped by `timeout` or a closed terminal
+runs its `finally` blocks, so it leaves no namespace, load process or daemon behind to disturb the
+next measurement.
 """
 
 from __future__ import annotations
@@ -14,11 +19,17 @@ import os
 import platform
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
+from xtune.host.termination import unwind_on_termination
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "experiments" / "results"
+
+if threading.current_thread() is threading.main_thread():
+    unwind_on_termination()
 
 
 def _git(*args: str) -> str:
