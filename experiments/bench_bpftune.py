@@ -73,7 +73,11 @@ def guest_run(
         subprocess.run([str(HERE / "initramfs.sh"), cached, str(params), str(initrd)], check=True)
         # bpftune's start-up (nine tuners verified under TCG) takes about a minute per visit.
         limit = 120 + reps * len(contenders) * (2 * (run_s + warmup_s) + 90)
-        harness = paths.ROOT / "kmod" / "harness" / "run-guest.sh"
+        # The committed harness, not the working tree's: a run lasts long enough to see it edited.
+        harness = Path(tmp, "run-guest.sh")
+        git = ["git", "-C", str(paths.ROOT), "show", "HEAD:kmod/harness/run-guest.sh"]
+        harness.write_text(subprocess.run(git, capture_output=True, text=True, check=True).stdout)
+        harness.chmod(0o755)
         guest = [kernel_guest.kernel_env(), str(initrd), str(console), str(limit)]
         run = subprocess.run(["flock", kernel_guest.HEAVY_LOCK, str(harness), *guest])
         text = console.read_text(errors="replace")
