@@ -114,3 +114,17 @@ def test_json_of_uncommitted_sources_only_warns(tmp_path):
     assert prov["tree"] is None and prov["dirty"] is True and prov["host"]["cpus"] >= 1
     out = run(root)
     assert out.returncode == 0 and "bench.json: no source tree hash" in out.stderr
+
+
+def test_reductions_over_objects_and_lists(tmp_path):
+    """`reduce`: min/max of an object's values, count of an object's or a list's entries."""
+    spec = SPEC.replace(
+        'p50 = { json = "bench", key = "tree.p50_us", fmt = ".1f", unit = " µs" }',
+        'p50 = { json = "bench", key = "tree.runs", fmt = "d", reduce = "count", unit = " runs" }',
+    )
+    root = checkout(tmp_path, "3 runs", {"tree": {"runs": [4.0, 5.0, 6.0]}})
+    (root / "experiments" / "figures.toml").write_text(spec)
+    assert run(root).returncode == 0, run(root).stderr
+    (root / "experiments" / "figures.toml").write_text(spec.replace('reduce = "count"', 'reduce = "max"'))
+    out = run(root)
+    assert out.returncode == 1 and "reduce needs an object" in out.stderr
