@@ -9,6 +9,7 @@ import re
 import subprocess
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from conftest import Lab
@@ -21,8 +22,9 @@ from xtune.policies.tree import TreeModel, TreePolicy
 from xtune.signals.frames import ShmFrameReader
 from xtune.signals.recording import Decision, RecordingReader, RecordingWriter
 from xtune.trials.store import Store
-from xtune.tuning.loop import Runner
+from xtune.tuning.loop import FramePump, Runner
 from xtune.tuning.metrics import Metrics
+from xtune.tuning.model_file import ModelFile
 from xtune.tuning.workload import Workload
 
 FEATURES = ["tcp.srtt.p99", "func.bulk_chunk.rate"]
@@ -256,3 +258,48 @@ def test_moving_back_takes_the_safest_choice_of_the_hold_windows() -> None:
     assert [policy.decide(x)["k"] for x in (two, eight, sixteen, two, eight)] == [16] * 5
     assert policy.decide(two) == {"k": 8}
     assert "safest choice" in policy.reason
+
+
+def test_a_replaced_model_file_that_does_not_load_is_refused_and_the_running_model_stays(
+    tmp_path: Path,
+) -> None:
+    """Unit: Runner._swap_model on a real FramePump (not started) and a real ModelFile."""
+
+    def model(knob: str, large: int) -> TreeModel:
+        nodes = [[0, 0.5, 1, 2, 0], [-1, 0.0, -1, -1, 0], [-1, 0.0, -1, -1, 1]]
+        return TreeModel(["a"], [knob], [[1], [large]], nodes, {})
+
+    running = TreePolicy(model("k", 64))
+    pump = FramePump(reader=None, window_ns=1_000_000, metrics=None, tree=running)  # type: ignore[arg-type]
+    decisions: list[tuple[str, str]] = []
+    store = SimpleNamespace(add_decision=lambda _exp, kind, _values, reason: decisions.append((kind, reason)))
+    runner = SimpleNamespace(tree=running, pump=pump, store=store, experiment_id=1, progress=lambda *a: None)
+    path = tmp_path / "model.json"
+    model("k", 64).save(path)
+    watched = ModelFile(path)
+
+    def replace(text: str) -> None:
+        staged = tmp_path / "staged.json"
+        staged.write_text(text)
+        staged.rename(path)
+        assert watched.replaced()
+
+    replace("{not json")
+    Runner._swap_model(runner, watched)  # type: ignore[arg-type]
+    assert pump._next_tree is None
+    assert decisions[-1][0] == "swap" and "refused" in decisions[-1][1] and "cannot read" in decisions[-1][1]
+    assert not watched.replaced(), "a refused file is tried again before it is replaced"
+
+    other = tmp_path / "other.json"
+    model("other_knob", 32).save(other)
+    replace(other.read_text())
+    Runner._swap_model(runner, watched)  # type: ignore[arg-type]
+    assert pump._next_tree is None
+    assert "refused" in decisions[-1][1] and "model decides ['other_knob']" in decisions[-1][1]
+
+    good = tmp_path / "good.json"
+    model("k", 32).save(good)
+    replace(good.read_text())
+    Runner._swap_model(runner, watched)  # type: ignore[arg-type]
+    assert pump._next_tree is not None and pump._next_tree[0].model.classes == [[1], [32]]
+    assert "refused" not in decisions[-1][1]
