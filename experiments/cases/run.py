@@ -30,6 +30,7 @@ from xtune.trials.store import Store
 from cases import tuned
 from cases.case import Case, Place
 from cases.interleave import defaults_of, drop, interleave, knobs_for, probe, refused
+from cases.paired import compare
 from cases.profiles import Contender, from_slo_file, in_namespace, is_sysfs, key_of, limit
 from cases.servers import SERVERS
 
@@ -165,12 +166,19 @@ def run_case(
         shutil.rmtree(work, ignore_errors=True)
     if not best and not kept and with_bo:
         missing.append("xtune-bo: no trial met the SLO")
+    objectives = {
+        c.name: {r["rep"]: r["objective"] for r in runs[c.name] if "objective" in r} for c in contenders
+    }
+    paired, verdict = compare(objectives, bo_slo.objective.sign > 0)
     out: dict[str, Any] = {
         "objective": bo_slo.objective.expression,
         "p99_metric": case.p99,
         "benchmark": bo_slo.benchmark.command,
         "bo": {**bo, "restored_after_bo": after_bo == defaults},
-        "contenders": {c.name: summary(c, runs[c.name], case.p99) for c in contenders},
+        "contenders": {
+            c.name: {**summary(c, runs[c.name], case.p99), "paired": paired[c.name]} for c in contenders
+        },
+        "verdict": verdict,
         "missing_contenders": missing,
         "host_restored": before == after,
         # The server namespace's (or loop device's) values read again before it goes.
