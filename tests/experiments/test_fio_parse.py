@@ -8,7 +8,7 @@ import copy
 import json
 
 import pytest
-from cases.fio_json import FioOutputError, command, figures, parse
+from cases.fio_json import SEQ_PASSES, FioOutputError, command, figures, parse
 
 
 def job(name: str, bw_bytes: int, iops: float, p99_ns: int) -> dict:
@@ -81,3 +81,7 @@ def test_command_names_the_two_jobs_in_order() -> None:
     assert cmd[:3] == ["fio", "--output-format=json", "--filename=/dev/loop8"]
     assert cmd.index("--name=seq") < cmd.index("--name=rand") < cmd.index("--stonewall")
     assert "--runtime=2" in cmd
+    # The sequential read passes over the device several times, each cold: nothing turns off fio's
+    # invalidation of the device's page cache.
+    assert f"--loops={SEQ_PASSES}" in cmd and SEQ_PASSES > 1
+    assert not any(a.startswith("--invalidate") for a in cmd)
