@@ -7,8 +7,9 @@ The bulk is one iperf3 TCP stream sent by the server (`-R`), so the server names
 (congestion control, send buffers) decide how full it keeps the router's queue. The
 request/response load is sockperf's under-load mode over TCP: 64-byte requests at 100 a second,
 each answered (`--reply-every 1`), round trips measured by the client (`--full-rtt`); it starts
-one second after the bulk (past slow start) and stops before it. A tool that fails, or output
-without a figure, is an error naming the tool and what is missing, and no JSON line is printed.
+WARMUP_S after the bulk (past its slow start, which takes a second on a 40 ms path) and stops
+WARMUP_S before it. A tool that fails, or output without a figure, is an error naming the tool
+and what is missing, and no JSON line is printed.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import time
 BULK_PORT = 5201  # iperf3's own default
 RR_PORT = 11111  # sockperf's own default
 RR_RATE = 100  # requests per second: a light load, so the queue it meets is the bulk's
-WARMUP_S = 1
+WARMUP_S = 2
 
 
 def serve() -> None:
