@@ -131,10 +131,13 @@ def test_drill_refines_into_heavy_then_deeper_and_leaves_no_probe(target: Target
     heavy, fast = by_name["heavy"], by_name["fast"]
     assert heavy["refined"] and not fast["refined"]
     assert fast["share"] < heavy["share"] / 2, "fast does almost nothing; heavy holds slow's work"
+    assert fast["share_net"] < heavy["share_net"] / 2 and heavy["share_net"] > 0.5
     assert heavy["share"] <= 1.05, "heavy runs only inside slow: not more than slow's time"
     deeper = heavy["callees"]
     assert [c["function"] for c in deeper] == ["deeper"]
-    assert deeper[0]["share"] > 0.5, "deeper does five times heavy's own work"
+    assert deeper[0]["share"] > 0.5 and deeper[0]["share_net"] > 0.3, (
+        "deeper does five times heavy's own work"
+    )
     assert deeper[0]["callees"] == [] and deeper[0]["not_followed"] == []
     assert d["after"] == {"functions_probed": 4, "probes_left": [], "code_differs": [], "pid_alive": True}
     assert "heavy" in run.stdout and "calls/s" in run.stdout

@@ -3,11 +3,12 @@ family, scoped to the pid) for a number of seconds, then the probes removed with
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
+from xtune.drill.freeze import Frozen, thread_count
 from xtune.drill.image import DrillError
 from xtune.host.services import Services
 from xtune.signals.frames import ShmFrameReader
@@ -44,10 +45,9 @@ class ProbeRefused(DrillError):
 def measure(pid: int, probes: list[Probe], seconds: float) -> dict[str, Stats]:
     """Stats per function name; ProbeRefused names the probe xobserve refused.
 
-    xobserve attaches a function's entry probe before its return probe: a call entered between
-    the two never counts as returned, and that thread then reads as inside the function for as
-    long as the probes stay (concurrency +1, no latency sample). Such a measurement is taken again
-    (the race is rare per attach), and refused if it keeps showing."""
+    The process's threads are held while xobserve places the probes (freeze.py says why); should
+    a thread still read as inside for good, the measurement is taken again, and refused if that
+    keeps showing."""
     if not 0 < len(probes) <= MAX_PROBES or len({p.name for p in probes}) != len(probes):
         raise ValueError(f"1..{MAX_PROBES} probes of distinct names, not {[p.name for p in probes]}")
     for _ in range(ATTEMPTS):
@@ -65,7 +65,7 @@ def measure(pid: int, probes: list[Probe], seconds: float) -> dict[str, Stats]:
 def _missed_return(s: Stats, pid: int) -> bool:
     """A thread counted inside for good: no call returned, yet a thread inside all along, or more
     threads inside than the process has."""
-    threads = len(list(Path(f"/proc/{pid}/task").iterdir())) if Path(f"/proc/{pid}/task").is_dir() else 0
+    threads = thread_count(pid)
     no_return = s.calls_per_s > 0 and s.latency_p50_us is None and s.concurrency >= 0.99
     return no_return or s.concurrency > threads + 0.05
 
@@ -73,11 +73,14 @@ def _missed_return(s: Stats, pid: int) -> bool:
 def _measure_once(pid: int, probes: list[Probe], seconds: float) -> dict[str, Stats]:
     funcs = [f"{p.path}:{p.name}" for p in probes]
     try:
-        with (
-            Services(["func"], funcs=funcs, window_ms=WINDOW_MS, pid=pid, actuate=False) as svc,
-            ShmFrameReader(svc.signals_shm) as reader,
-        ):
-            window = _one_window(reader, seconds, svc)
+        with contextlib.ExitStack() as stack:
+            with Frozen(pid):
+                svc = stack.enter_context(
+                    Services(["func"], funcs=funcs, window_ms=WINDOW_MS, pid=pid, actuate=False)
+                )
+            running_from = time.monotonic_ns()
+            reader = stack.enter_context(ShmFrameReader(svc.signals_shm))
+            window = _one_window(reader, seconds, svc, running_from)
     except RuntimeError as e:  # Services: xobserve did not start, with its log
         raise _refusal(str(e), probes) from None
     out = {}
@@ -91,16 +94,17 @@ def _measure_once(pid: int, probes: list[Probe], seconds: float) -> dict[str, St
     return out
 
 
-def _one_window(reader: ShmFrameReader, seconds: float, svc: Services) -> Window:
+def _one_window(reader: ShmFrameReader, seconds: float, svc: Services, running_from: int) -> Window:
+    """The frames of `seconds` that began once the threads ran again."""
     agg = WindowAggregator(int(seconds * 1e9))
     deadline = time.monotonic() + seconds + 10
     window = None
     while window is None:
         frame = reader.poll(0.5)
-        if frame is not None:
+        if frame is not None and frame.window_start_ns >= running_from:
             agg.catalog = reader.catalog
             window = agg.add(frame)
-        elif time.monotonic() > deadline:
+        if frame is None and time.monotonic() > deadline:
             raise DrillError(
                 f"xobserve published no frame for {seconds + 10:g} s: {svc.log('xobserve')[-400:]}"
             )

@@ -4,8 +4,15 @@ share of its time. Probes exist only while a measurement runs; afterwards the pr
 read back to check that no probe is left.
 
 A callee's share is its concurrency over the parent's, measured in the same window (Little's law:
-concurrency = calls/s × mean latency, i.e. thread-seconds per second). Uprobes count every call in
-the process, so a callee also called from outside the parent can show more than the parent's time.
+concurrency = calls/s × mean latency, i.e. thread-seconds per second). Two things inflate it, and
+the drill says so rather than hide them:
+- uprobes count every call in the process: a callee also called from outside the parent shows
+  more time than it spends inside the parent;
+- a uprobe pair costs microseconds per call (a trap at entry and at return), which lands inside the
+  parent's time and partly inside the callee's. The parent measured with its callees probed, less
+  the parent measured without them, over the callees' calls, is that cost per call (`probe_cost_us`);
+  `share_net` takes it off each call of the callee against the parent's unburdened time, a lower
+  figure (the callee's own latency holds only part of that cost). The drill refines by `share_net`.
 """
 
 from __future__ import annotations
@@ -29,6 +36,8 @@ class Node:
     file: str
     stats: Stats
     share: float | None = None  # of the parent's time, in the same window; None for the root
+    share_net: float | None = None  # the same, less the probes' cost per call (see above)
+    probe_cost_us: float | None = None  # per probed call, estimated in this callee's measurement
     call_sites: int = 0
     callees: list[Node] = field(default_factory=list)
     not_followed: list[NotFollowed] = field(default_factory=list)
@@ -37,6 +46,7 @@ class Node:
 
     def to_json(self) -> dict[str, Any]:
         out = {"function": self.function, "file": self.file, **asdict(self.stats), "share": self.share}
+        out |= {"share_net": self.share_net, "probe_cost_us": self.probe_cost_us}
         if self.call_sites:
             out["call_sites"] = self.call_sites
         out["refined"] = self.refined
@@ -62,7 +72,8 @@ class Drill:
         return {
             "pid": self.pid, "exe": self.exe, "seconds_per_measurement": self.seconds, "depth": self.depth,
             "units": {"calls_per_s": "calls/s", "concurrency": "threads", "latency_p50_us": "µs",
-                      "latency_p99_us": "µs", "share": "fraction of the parent's thread-seconds"},
+                      "latency_p99_us": "µs", "share": "fraction of the parent's thread-seconds",
+                      "share_net": "fraction, the probes' cost taken off", "probe_cost_us": "µs per call"},
             "root": self.root.to_json() if self.root else None,
             "path": [n.function for n in self.path()],
             "after": {"functions_probed": len({(p, s.vaddr) for p, s in self.probed}),
@@ -150,15 +161,18 @@ def _expand(
                 batch = [c for c in batch if c.name != e.probe.name]
         if not batch:
             continue
-        base = got[parent.function].concurrency
+        base, alone = got[parent.function].concurrency, parent.stats.concurrency
+        rate = sum(got[c.name].calls_per_s for c in batch)
+        cost = max(0.0, (base - alone) / rate) if rate else 0.0  # thread-seconds per probed call
         for c in batch:
-            child = Node(
-                c.name, c.path, got[c.name], got[c.name].concurrency / base if base else None, c.sites
-            )
+            s = got[c.name]
+            child = Node(c.name, c.path, s, s.concurrency / base if base else None, call_sites=c.sites)
+            child.share_net = max(0.0, s.concurrency - s.calls_per_s * cost) / alone if alone else None
+            child.probe_cost_us = cost * 1e6
             parent.callees.append(child)
             syms[id(child)] = c.symbol
-    parent.callees.sort(key=lambda n: -(n.share or 0.0))
-    best = next((n for n in parent.callees if n.share), None)
+    parent.callees.sort(key=lambda n: (-(n.share_net or 0.0), -(n.share or 0.0)))
+    best = next((n for n in parent.callees if n.share_net), None)
     return (best, syms[id(best)]) if best is not None else None
 
 
