@@ -2,17 +2,18 @@
 
     fio_json.py DEVICE SECONDS
 
-Writes back dirty pages and drops the page cache (`sync; echo 3 > /proc/sys/vm/drop_caches`, the
-whole host's) so every run starts cold, then runs two fio jobs one after the other (`stonewall`):
+Runs two fio jobs one after the other (`stonewall`):
 - `seq`: the whole device read SEQ_PASSES times, buffered, 4 KiB psync reads: what reaches the
   device is the kernel's readahead (read_ahead_kb, split at max_sectors_kb), so the queue's knobs
-  set its rate. Every pass starts cold as the first does: fio opens the device again for each pass
-  and invalidates its page cache when it does (BLKFLSBUF; the kernel also drops a block device's
-  cache at its last close), so passes after the first are not read from memory (measured here:
-  four passes run at the rate of one). One pass of 512 MiB lasts well under a second at this
-  host's rates, and a pause of the shared host's CPUs moved single passes by 40 %; four passes
-  halved that spread (coefficient of variation 0.38 -> 0.18 over 8 interleaved runs each);
+  set its rate. One pass of 512 MiB lasts well under a second at this host's rates, and the shared
+  host's CPUs moved single passes by tens of percent; several passes average that out;
 - `rand`: SECONDS of 4 KiB random reads, O_DIRECT, libaio at queue depth 32: the scheduler's path.
+Every pass starts cold: fio invalidates the device's page cache each time it opens it (its
+`invalidate`, on by default: BLKFLSBUF for a block device), and it opens it again for each pass.
+That is checked, not assumed: the device's own count of sectors read (/sys/block/NAME/stat) must
+grow by at least what both jobs read, or part of the sequential read came from memory and the run
+is an error. Only the device's cache is dropped: the host's (`drop_caches`) would make everything
+else on the host read its files again from the disk while fio measures it.
 Prints `{"seq_read_mib_s", "seq_read_p99_ms", "rand_read_iops", "rand_read_mib_s",
 "rand_read_p99_ms"}` from fio's `--output-format=json` document (read bandwidth, IOPS and the
 completion-latency percentiles). A field the document lacks, or that is not a number, is an error
@@ -25,13 +26,14 @@ import json
 import math
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 BLOCK = "4k"
 QUEUE_DEPTH = 32
 SEQ_PASSES = 4  # reads of the whole device per run (see the docstring: each one cold)
 P99 = "99.000000"  # fio's key for the 99th percentile in clat_ns.percentile
-DROP_CACHES = "/proc/sys/vm/drop_caches"
+SECTOR = 512  # /sys/block/NAME/stat counts 512-byte sectors whatever the device's block size
 
 
 class FioOutputError(ValueError):
@@ -81,8 +83,8 @@ def figures(doc: Any) -> dict[str, float]:
     }
 
 
-def parse(stdout: str) -> dict[str, float]:
-    """fio's stdout (its JSON document, possibly after notes it prints first) read into figures."""
+def document(stdout: str) -> Any:
+    """fio's JSON document from its stdout (possibly after notes it prints first)."""
     start = stdout.find("{")
     try:
         doc = json.loads(stdout[start:]) if start >= 0 else None
@@ -90,22 +92,45 @@ def parse(stdout: str) -> dict[str, float]:
         raise FioOutputError(f"fio's output is not a JSON document: {e}") from None
     if doc is None:
         raise FioOutputError("fio printed no JSON document")
-    return figures(doc)
+    return doc
+
+
+def parse(stdout: str) -> dict[str, float]:
+    """fio's stdout read into figures."""
+    return figures(document(stdout))
+
+
+def check_cold(doc: Any, device_bytes: int) -> None:
+    """The device read at least what both jobs read (`read.io_bytes`), or part of the sequential
+    read was served from the page cache: an error, never a figure."""
+    jobs = {j.get("jobname"): j for j in doc["jobs"] if isinstance(j, dict)}
+    asked = sum(_field(jobs[name], name, ("read", "io_bytes")) for name in ("seq", "rand"))
+    if device_bytes < asked:
+        raise FioOutputError(
+            f"the device read {device_bytes / 2**20:.0f} MiB but the jobs {asked / 2**20:.0f} MiB: "
+            "part of the sequential read came from the page cache (is the device held open with "
+            "fio's invalidate off?)"
+        )
+
+
+def device_read_bytes(device: str) -> int:
+    """Bytes the block device has read since it was made (its stat file's sectors read)."""
+    return int((Path("/sys/block") / Path(device).name / "stat").read_text().split()[2]) * SECTOR
 
 
 def main(argv: list[str]) -> int:
     if len(argv) != 3:
         sys.exit("usage: fio_json.py DEVICE SECONDS")
     device, seconds = argv[1:]
-    subprocess.run(["sync"], check=True)
-    with open(DROP_CACHES, "w") as f:
-        f.write("3\n")
+    before = device_read_bytes(device)
     done = subprocess.run(command(device, seconds), capture_output=True, text=True)
     try:
         if done.returncode != 0:
             tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
             raise FioOutputError(f"fio exited with {done.returncode}: {tail}")
-        out = parse(done.stdout)
+        doc = document(done.stdout)
+        out = figures(doc)
+        check_cold(doc, device_read_bytes(device) - before)
     except FioOutputError as e:
         print(f"fio_json: {e}", file=sys.stderr)
         return 1

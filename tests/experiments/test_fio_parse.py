@@ -8,7 +8,7 @@ import copy
 import json
 
 import pytest
-from cases.fio_json import SEQ_PASSES, FioOutputError, command, figures, parse
+from cases.fio_json import SEQ_PASSES, FioOutputError, check_cold, command, figures, parse
 
 
 def job(name: str, bw_bytes: int, iops: float, p99_ns: int) -> dict:
@@ -85,3 +85,20 @@ def test_command_names_the_two_jobs_in_order() -> None:
     # invalidation of the device's page cache.
     assert f"--loops={SEQ_PASSES}" in cmd and SEQ_PASSES > 1
     assert not any(a.startswith("--invalidate") for a in cmd)
+
+
+def with_io(seq_mib: int, rand_mib: int) -> dict:
+    doc = copy.deepcopy(DOC)
+    for j, mib in zip(doc["jobs"], (seq_mib, rand_mib), strict=True):
+        j["read"]["io_bytes"] = mib << 20
+    return doc
+
+
+def test_a_run_the_device_did_not_read_in_full_is_an_error() -> None:
+    # Four cold passes of 512 MiB and 250 MiB of random reads: the device read all of it.
+    check_cold(with_io(2048, 250), 2298 << 20)
+    # One pass served from the page cache: the device read 512 MiB less than the jobs.
+    with pytest.raises(FioOutputError, match=r"device read 1786 MiB but the jobs 2298 MiB"):
+        check_cold(with_io(2048, 250), 1786 << 20)
+    with pytest.raises(FioOutputError, match=r"job 'seq': field read.io_bytes"):
+        check_cold(DOC, 1 << 30)
