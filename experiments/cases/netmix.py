@@ -14,6 +14,7 @@ and what is missing, and no JSON line is printed.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import re
 import signal
@@ -25,13 +26,26 @@ BULK_PORT = 5201  # iperf3's own default
 RR_PORT = 11111  # sockperf's own default
 RR_RATE = 100  # requests per second: a light load, so the queue it meets is the bulk's
 WARMUP_S = 2
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """In a tool's process before it execs: SIGTERM when this script ends, however it ends (a tool
+    left behind, e.g. an iperf3 client whose server's namespace is gone, spins on a CPU)."""
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def serve() -> None:
     """Both servers until SIGTERM, then both stopped."""
     procs = [
-        subprocess.Popen(["sockperf", "server", "--tcp", "-p", str(RR_PORT)], stdout=subprocess.DEVNULL),
-        subprocess.Popen(["iperf3", "-s", "-p", str(BULK_PORT)], stdout=subprocess.DEVNULL),
+        subprocess.Popen(
+            ["sockperf", "server", "--tcp", "-p", str(RR_PORT)],
+            stdout=subprocess.DEVNULL,
+            preexec_fn=die_with_parent,
+        ),
+        subprocess.Popen(
+            ["iperf3", "-s", "-p", str(BULK_PORT)], stdout=subprocess.DEVNULL, preexec_fn=die_with_parent
+        ),
     ]
     # Blocked only now: the tools would inherit the mask and ignore their own SIGTERM.
     stop = {signal.SIGTERM, signal.SIGINT}
@@ -52,12 +66,14 @@ def percentile(text: str, which: str) -> float:
 
 def load(addr: str, seconds: int) -> dict[str, float]:
     bulk_cmd = ["iperf3", "-c", addr, "-p", str(BULK_PORT), "-R", "-J", "-t", str(seconds + 2 * WARMUP_S)]
-    bulk = subprocess.Popen(bulk_cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    bulk = subprocess.Popen(
+        bulk_cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=die_with_parent
+    )
     time.sleep(WARMUP_S)
     rr = subprocess.run(
         ["sockperf", "under-load", "--tcp", "-i", addr, "-p", str(RR_PORT), "-t", str(seconds),
          "--mps", str(RR_RATE), "--reply-every", "1", "--full-rtt", "-m", "64"],
-        capture_output=True, text=True,
+        capture_output=True, text=True, preexec_fn=die_with_parent,
     )  # fmt: skip
     out, err = bulk.communicate()
     if bulk.returncode != 0:
