@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The drill's test target: a loop calls slow(), which calls fast() (a few instructions) and
- * heavy(), which works a little and calls deeper() (most of the work). Every 200 rounds it prints
+ * heavy(), which works a little and calls deeper() (most of the work). Every 50 rounds it prints
  * "round N sum S", where S is known from N: a probe that disturbed the program would show there.
  */
 #include <stdio.h>
@@ -10,8 +10,8 @@
 volatile unsigned long sink;
 static unsigned long total;
 
-#define HEAVY_WORK  20000UL
-#define DEEPER_WORK 100000UL
+#define HEAVY_WORK  200000UL
+#define DEEPER_WORK 1000000UL
 
 static void work(unsigned long n)
 {
@@ -51,13 +51,13 @@ __attribute__((noinline)) void slow(void)
 
 int main(void)
 {
-	const struct timespec pause = {0, 500000};
+	const struct timespec pause = {0, 2000000};
 	unsigned long round;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (round = 1;; round++) {
 		slow();
-		if (round % 200 == 0)
+		if (round % 50 == 0)
 			printf("round %lu sum %lu\n", round, total);
 		nanosleep(&pause, NULL);
 	}

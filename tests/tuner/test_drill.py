@@ -131,7 +131,8 @@ def test_drill_refines_into_heavy_then_deeper_and_leaves_no_probe(target: Target
     heavy, fast = by_name["heavy"], by_name["fast"]
     assert heavy["refined"] and not fast["refined"]
     assert fast["share"] < heavy["share"] / 2, "fast does almost nothing; heavy holds slow's work"
-    assert fast["share_net"] < heavy["share_net"] / 2 and heavy["share_net"] > 0.5
+    assert heavy["share_net"] > 0.5
+    assert fast["share_net"] is None or fast["share_net"] < heavy["share_net"] / 4
     assert heavy["share"] <= 1.05, "heavy runs only inside slow: not more than slow's time"
     deeper = heavy["callees"]
     assert [c["function"] for c in deeper] == ["deeper"]

@@ -8,11 +8,12 @@ concurrency = calls/s × mean latency, i.e. thread-seconds per second). Two thin
 the drill says so rather than hide them:
 - uprobes count every call in the process: a callee also called from outside the parent shows
   more time than it spends inside the parent;
-- a uprobe pair costs microseconds per call (a trap at entry and at return), which lands inside the
-  parent's time and partly inside the callee's. The parent measured with its callees probed, less
-  the parent measured without them, over the callees' calls, is that cost per call (`probe_cost_us`);
-  `share_net` takes it off each call of the callee against the parent's unburdened time, a lower
-  figure (the callee's own latency holds only part of that cost). The drill refines by `share_net`.
+- a uprobe pair costs microseconds per call (a trap at entry and one at return), which lands in
+  the parent's time and, mostly, in the callee's own. calibrate.py measures that cost on this host
+  once per drill; `share_net` takes the part inside the callee's latency off each of its calls
+  and leaves the parent as measured (its time still holds the probes' cost), so it errs low. A
+  callee whose mean latency is below twice that part gets no net figure. The drill refines into the
+  callee with the largest `share_net`, and stops where none has one.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from xtune.drill.calibrate import ProbeCost, probe_cost
 from xtune.drill.callees import Callee, NotFollowed, callees
 from xtune.drill.image import DrillError, Symbol
 from xtune.drill.measure import MAX_PROBES, Probe, ProbeRefused, Stats, measure
@@ -37,7 +39,6 @@ class Node:
     stats: Stats
     share: float | None = None  # of the parent's time, in the same window; None for the root
     share_net: float | None = None  # the same, less the probes' cost per call (see above)
-    probe_cost_us: float | None = None  # per probed call, estimated in this callee's measurement
     call_sites: int = 0
     callees: list[Node] = field(default_factory=list)
     not_followed: list[NotFollowed] = field(default_factory=list)
@@ -46,7 +47,7 @@ class Node:
 
     def to_json(self) -> dict[str, Any]:
         out = {"function": self.function, "file": self.file, **asdict(self.stats), "share": self.share}
-        out |= {"share_net": self.share_net, "probe_cost_us": self.probe_cost_us}
+        out["share_net"] = self.share_net
         if self.call_sites:
             out["call_sites"] = self.call_sites
         out["refined"] = self.refined
@@ -67,15 +68,18 @@ class Drill:
     probes_left: list[str] = field(default_factory=list)
     code_differs: list[str] = field(default_factory=list)
     pid_alive_after: bool = False
+    cost: ProbeCost | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "pid": self.pid, "exe": self.exe, "seconds_per_measurement": self.seconds, "depth": self.depth,
             "units": {"calls_per_s": "calls/s", "concurrency": "threads", "latency_p50_us": "µs",
                       "latency_p99_us": "µs", "share": "fraction of the parent's thread-seconds",
-                      "share_net": "fraction, the probes' cost taken off", "probe_cost_us": "µs per call"},
+                      "share_net": "fraction, the probes' cost taken off", "probe_cost": "µs per call"},
             "root": self.root.to_json() if self.root else None,
             "path": [n.function for n in self.path()],
+            "probe_cost": None if self.cost is None else
+                {"caller_us": self.cost.caller_s * 1e6, "inside_us": self.cost.inside_s * 1e6},
             "after": {"functions_probed": len({(p, s.vaddr) for p, s in self.probed}),
                       "probes_left": self.probes_left, "code_differs": self.code_differs,
                       "pid_alive": self.pid_alive_after},
@@ -109,8 +113,11 @@ def drill(pid: int, function: str, depth: int, seconds: float, progress: Progres
             )
         result.root = node = Node(function, path, stats)
         sym_of = {id(node): sym}
+        if depth:
+            progress("measuring what a probe costs on this host (1 s)")
+            result.cost = cost = probe_cost()
         for _ in range(depth):
-            nxt = _expand(proc, result, node, sym_of[id(node)], seconds, progress)
+            nxt = _expand(proc, result, node, sym_of[id(node)], seconds, cost, progress)
             if nxt is None:
                 break
             nxt[0].refined = True
@@ -129,7 +136,13 @@ def _root(proc: Process, function: str) -> tuple[str, Symbol]:
 
 
 def _expand(
-    proc: Process, result: Drill, parent: Node, parent_sym: Symbol, seconds: float, progress: Progress
+    proc: Process,
+    result: Drill,
+    parent: Node,
+    parent_sym: Symbol,
+    seconds: float,
+    cost: ProbeCost,
+    progress: Progress,
 ) -> tuple[Node, Symbol] | None:
     """Measure `parent`'s callees beside it; the callee with the largest share to refine into."""
     found, parent.not_followed = callees(proc, parent.file, parent_sym)
@@ -161,14 +174,16 @@ def _expand(
                 batch = [c for c in batch if c.name != e.probe.name]
         if not batch:
             continue
-        base, alone = got[parent.function].concurrency, parent.stats.concurrency
-        rate = sum(got[c.name].calls_per_s for c in batch)
-        cost = max(0.0, (base - alone) / rate) if rate else 0.0  # thread-seconds per probed call
+        # In the same window: each callee less the part of its probes inside its own latency, against
+        # the parent as measured; a callee whose mean latency is not at least twice that part gets
+        # no net figure (its own time is lost in the probes' cost).
+        base = got[parent.function].concurrency
         for c in batch:
             s = got[c.name]
             child = Node(c.name, c.path, s, s.concurrency / base if base else None, call_sites=c.sites)
-            child.share_net = max(0.0, s.concurrency - s.calls_per_s * cost) / alone if alone else None
-            child.probe_cost_us = cost * 1e6
+            mean = s.concurrency / s.calls_per_s if s.calls_per_s else 0.0
+            if mean >= 2 * cost.inside_s and base > 0:
+                child.share_net = (s.concurrency - s.calls_per_s * cost.inside_s) / base
             parent.callees.append(child)
             syms[id(child)] = c.symbol
     parent.callees.sort(key=lambda n: (-(n.share_net or 0.0), -(n.share or 0.0)))

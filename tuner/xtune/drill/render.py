@@ -15,8 +15,11 @@ def _num(v: float | None, unit: str) -> str:
 def node_line(n: dict[str, Any], micro: str = "µs") -> str:
     share = ""
     if n["share"] is not None:
-        net = "-" if n["share_net"] is None else f"{100 * n['share_net']:.1f} %"
-        share = f"{net} of caller net of probe cost ({100 * n['share']:.1f} % with it)  "
+        raw = f"{100 * n['share']:.1f} %"
+        if n["share_net"] is None:
+            share = f"{raw} of caller's time, mostly its probes' cost  "
+        else:
+            share = f"{100 * n['share_net']:.1f} % of caller's time ({raw} with its probes' cost)  "
     return (
         f"{n['function']}  {share}{_num(n['calls_per_s'], 'calls/s')}  "
         f"concurrency {n['concurrency']:.3f} threads  "
