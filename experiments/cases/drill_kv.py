@@ -2,12 +2,14 @@
 
 Debian's redis-server (stock config, in the case's server namespace) runs under redis-benchmark
 load from the client namespace (the kv case's SET/GET mix, looped); the drill starts at
-`processCommand`, redis's per-command path (Debian strips .symtab but the binary exports its
-functions in .dynsym), and refines into the callee with the largest share of its time, three
-levels down. The server is never restarted: the result records its pid before and after, and the
-drill's own check that no probe is left in its code.
+`beforeSleep`, what redis does once per event-loop pass before it waits for events again (the
+per-command functions take about a microsecond, less than one uprobe costs here, so their callees'
+shares would be the probes' cost), and refines into the callee with the largest share of its time,
+four levels down. Debian strips .symtab, but the binary exports its functions in .dynsym. The
+server is never restarted: the result records that the same pid runs the same file afterwards, and
+the drill's own check that no probe is left in its code.
 
-    cd experiments && sudo ../.venv/bin/python -m cases.drill_kv [--seconds 3] [--depth 3]
+    cd experiments && sudo ../.venv/bin/python -m cases.drill_kv [--seconds 3] [--depth 4]
       -> experiments/results/drill_kv.json, printed as a tree (experiments/cases/DRILL.md shows it)
 """
 
@@ -28,7 +30,7 @@ from xtune.drill.render import tree_lines
 from cases.kv import CASE
 from cases.servers import SERVERS
 
-FUNCTION = "processCommand"
+FUNCTION = "beforeSleep"
 CLIENTS = 50  # the kv case's redis-benchmark -c
 SOURCES = ["tuner/xtune/drill", "tuner/xtune/cli/drill.py", "observers/func.c", "observers/func.bpf.c",
            "experiments/cases/drill_kv.py"]  # fmt: skip
@@ -43,12 +45,36 @@ def benchmark(place_vars: dict[str, str]) -> subprocess.Popen[bytes]:
     )  # fmt: skip
 
 
+def levels(drill_json: dict) -> list[dict]:
+    """The root and each callee the drill refined into, with how many callees it measured there."""
+    out, node = [], drill_json["root"]
+    while node is not None:
+        keys = (
+            "function",
+            "share",
+            "share_net",
+            "calls_per_s",
+            "concurrency",
+            "latency_p50_us",
+            "latency_p99_us",
+        )
+        out.append(
+            {k: node[k] for k in keys}
+            | {"callees": len(node["callees"]), "not_followed": len(node["not_followed"])}
+        )
+        node = next((c for c in node["callees"] if c["refined"]), None)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=3.0, help="seconds per measurement")
-    ap.add_argument("--depth", type=int, default=3)
+    ap.add_argument("--depth", type=int, default=4)
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory(prefix="xtune-drill-kv-") as tmp, CASE.place(Path(tmp), quick=False) as place:
+    with (
+        tempfile.TemporaryDirectory(prefix="xtune-drill-kv-") as tmp,
+        CASE.place(Path(tmp), quick=False) as place,
+    ):
         (Path(tmp) / "server").mkdir()
         server = SERVERS["redis"]("redis", place.netns or "", CASE.port, Path(tmp) / "server")
         server.start()
@@ -75,6 +101,7 @@ def main() -> None:
                   "load": f"redis-benchmark -c {CLIENTS} -t set,get -l (the kv case's mix, looped)",
                   "seconds_per_measurement": args.seconds, "depth": args.depth},
         "drill": data,
+        "levels": levels(data),
         "drill_seconds": took,
         "server_same_pid_running_after": running,
         "tree": tree_lines(data, all_callees=False),
