@@ -23,9 +23,9 @@ import time
 from pathlib import Path
 
 from resultfile import write_result
-from xtune.sie.elfcode import file_build_id
 from xtune.drill.refine import drill
 from xtune.drill.render import tree_lines
+from xtune.sie.elfcode import file_build_id
 
 from cases.kv import CASE
 from cases.servers import SERVERS
@@ -38,11 +38,14 @@ SOURCES = ["tuner/xtune/drill", "tuner/xtune/cli/drill.py", "observers/func.c", 
 
 def benchmark(place_vars: dict[str, str]) -> subprocess.Popen[bytes]:
     """The kv case's load, looped until stopped (`-l`), quiet."""
+    client = ["ip", "netns", "exec", place_vars["CLIENT_NETNS"]]
+    load = ["redis-benchmark", "-h", place_vars["SERVER_ADDR"], "-p", str(CASE.port), "-c", str(CLIENTS)]
     return subprocess.Popen(
-        ["ip", "netns", "exec", place_vars["CLIENT_NETNS"], "redis-benchmark", "-h", place_vars["SERVER_ADDR"],
-         "-p", str(CASE.port), "-c", str(CLIENTS), "-t", "set,get", "-l", "-q"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
+        [*client, *load, "-t", "set,get", "-l", "-q"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 def levels(drill_json: dict) -> list[dict]:

@@ -26,7 +26,7 @@ def version() -> None:
 
 # Registration: one line per concern module (keep sorted).
 app.add_typer(__import__("xtune.cli.dashboard", fromlist=["app"]).app)  # dashboard: the live web page
-app.add_typer(__import__("xtune.cli.drill", fromlist=["app"]).app)  # drill: a running process's time, callee by callee
+app.add_typer(__import__("xtune.cli.drill", fromlist=["app"]).app)  # drill: where a function's time goes
 app.add_typer(__import__("xtune.cli.knobs", fromlist=["app"]).app)  # knobs: register, set, rollback
 app.add_typer(__import__("xtune.cli.observe", fromlist=["app"]).app)  # observe, record, replay
 app.add_typer(__import__("xtune.cli.sie", fromlist=["app"]).app)  # analyze [--kernel], sie
