@@ -36,6 +36,10 @@ def test_block_case_two_contenders_restores_the_host() -> None:
     assert readahead[0] in out["device_values_before"]
     for c in out["contenders"].values():
         assert c["failed_runs"] == 0 and c["objective"]["mean"] > 0 and c["p99_ms"]["mean"] > 0
+    # One repetition pairs each contender with the other once: a ratio, no interval, no verdict.
+    ratio = tuned["paired"]["defaults"]
+    assert ratio["n"] == 1 and ratio["geomean"] > 0 and ratio["low"] is None
+    assert out["verdict"]["beats_defaults"] == [] and out["verdict"]["beats_every_other"] == []
     assert out["host_restored"] and out["place_restored"]
     assert host_values(keys) == before
     assert loop_devices() == devices
