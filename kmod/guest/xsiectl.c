@@ -15,6 +15,8 @@
  *   xsiectl wait ID MS            wait until armed, no transition or flip pending (exit 1 on
  *                                 timeout)
  *   xsiectl clock                 CLOCK_MONOTONIC in ns (busybox has no finer clock)
+ *   xsiectl mark-arming ID MODE   only the console line `arm` and `txn` print before arming
+ *                                 (for other clients that arm, such as xrtd)
  *
  * Spans file lines:
  *   kernel BUILD_ID               (first: the kernel build the spans are for)
@@ -54,6 +56,22 @@ static int die(const char *what)
 {
 	fprintf(stderr, "xsiectl: %s: %s\n", what, strerror(errno));
 	return 1;
+}
+
+/*
+ * The host's harness boots a stalled guest again only when nothing was armed before the stall
+ * (kmod/harness/run-guest.sh): every arm says so on the console first. Through printk at error
+ * level, which writes the console synchronously, rather than stdout, whose tty output a stalled
+ * guest may never send. Arming is refused when the line cannot be written.
+ */
+static int mark_arming(const char *ids, const char *mode)
+{
+	int fd = open("/dev/kmsg", O_WRONLY);
+	int ok = fd >= 0 && dprintf(fd, "<3>XSIE-ARMING id=%s mode=%s\n", ids, mode) > 0;
+
+	if (fd >= 0)
+		close(fd);
+	return ok ? 0 : die("marking the arm on the console (/dev/kmsg)");
 }
 
 static int lookup(const char *name, const char *const *names, int n)
@@ -226,6 +244,8 @@ static int cmd_txn(int fd, int argc, char **argv, int commit)
 	t0 = now_ns();
 	if (!commit)
 		return ioctl(fd, XSIE_IOC_TXN_ABORT) ? die("abort") : 0;
+	if (mark_arming("txn", argv[0]))
+		return 1;
 	if (ioctl(fd, XSIE_IOC_TXN_COMMIT, (uint32_t *)&mode))
 		return die("commit");
 	printf("armed transaction arm_ns=%llu\n", (unsigned long long)(now_ns() - t0));
@@ -247,7 +267,8 @@ int main(int argc, char **argv)
 		fprintf(stderr,
 			"usage: xsiectl load FILE | set ID V | store ID V | arm ID MODE | txn MODE "
 			"ID... | "
-			"txn-abort ID... | disarm ID | unload ID | status ID | wait ID MS\n");
+			"txn-abort ID... | disarm ID | unload ID | status ID | wait ID MS | "
+			"mark-arming ID MODE\n");
 		return 2;
 	}
 	fd = open(XSIE_DEVICE, O_RDWR);
@@ -277,7 +298,7 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "arm") && argc == 4) {
 		struct xsie_arm arm = {.const_id = id, .mode = parse_mode(argv[3])};
 
-		if ((int)arm.mode < 0)
+		if ((int)arm.mode < 0 || mark_arming(argv[2], argv[3]))
 			return 1;
 		t0 = now_ns();
 		if (ioctl(fd, XSIE_IOC_ARM, &arm))
@@ -285,6 +306,8 @@ int main(int argc, char **argv)
 		printf("armed id=%u arm_ns=%llu\n", id, (unsigned long long)(now_ns() - t0));
 		return 0;
 	}
+	if (!strcmp(argv[1], "mark-arming") && argc == 4)
+		return parse_mode(argv[3]) < 0 ? 1 : mark_arming(argv[2], argv[3]);
 	if (!strcmp(argv[1], "disarm") || !strcmp(argv[1], "unload")) {
 		unsigned long req = argv[1][0] == 'd' ? XSIE_IOC_DISARM : XSIE_IOC_UNLOAD;
 

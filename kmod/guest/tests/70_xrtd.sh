@@ -16,6 +16,7 @@ for i in $(seq 50); do [ -S $SOCK ] && break; sleep 0.1; done
 ctl() { /xsie/bin/linesock $SOCK "$@"; }
 out=$(ctl '{"op":"register","name":"shrink_batch","backend":"sie-kernel","target":"xsie:'"$SHR"'","min":1,"max":4096}') &&
 	pass xrtd_register "$out" || fail xrtd_register "$out $(cat /tmp/xrtd.log)"
+$XSIECTL mark-arming "$SHR" global # xrtd arms without xsiectl
 out=$(ctl '{"op":"set","name":"shrink_batch","value":32,"reason":"guest test"}') &&
 	pass xrtd_set "$out" || fail xrtd_set "$out $(tail -n 3 /tmp/xrtd.log)"
 $XSIECTL wait "$SHR" 3000 > /dev/null
