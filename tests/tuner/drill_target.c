@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * The drill's test target: a loop calls slow(), which calls fast() (a few instructions) and
- * heavy(), which works a little and calls deeper() (most of the work). Every 50 rounds it prints
+ * heavy(), which works a little and calls deeper() (most of the work), libc's strtol (through
+ * the PLT) and fast() again through a pointer (an indirect call). Every 50 rounds it prints
  * "round N sum S", where S is known from N: a probe that disturbed the program would show there.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 volatile unsigned long sink;
@@ -34,11 +36,14 @@ __attribute__((noinline)) void deeper(void)
 	__asm__ volatile("" ::: "memory");
 }
 
+void (*volatile hook)(void) = fast;
+
 __attribute__((noinline)) void heavy(void)
 {
 	work(HEAVY_WORK);
 	deeper();
-	total += 2;
+	hook();
+	total += 2 + strtol("0", NULL, 10);
 	__asm__ volatile("" ::: "memory");
 }
 

@@ -98,7 +98,7 @@ def assert_left_as_found(t: Target) -> None:
     while len(t.rounds()) <= seen:
         assert time.monotonic() < deadline, "the target stopped printing"
         time.sleep(0.05)
-    assert all(s == 6 * n for n, s in t.rounds()), "each round adds 1 + 2 + 3 to the sum"
+    assert all(s == 7 * n for n, s in t.rounds()), "each round adds 1 + 1 + 2 + 3 to the sum"
 
 
 def test_drill_refines_into_heavy_then_deeper_and_leaves_no_probe(target: Target, tmp_path: Path) -> None:
@@ -134,13 +134,18 @@ def test_drill_refines_into_heavy_then_deeper_and_leaves_no_probe(target: Target
     assert heavy["share_net"] > 0.5
     assert fast["share_net"] is None or fast["share_net"] < heavy["share_net"] / 4
     assert heavy["share"] <= 1.05, "heavy runs only inside slow: not more than slow's time"
-    deeper = heavy["callees"]
-    assert [c["function"] for c in deeper] == ["deeper"]
+    below = {c["function"]: c for c in heavy["callees"]}
+    assert set(below) == {"deeper", "strtol"}
+    assert Path(below["strtol"]["file"]).name == "libc.so.6", "a PLT call is probed in the library"
+    [indirect] = heavy["not_followed"]
+    assert indirect["site"].startswith("heavy+") and "indirect call" in indirect["reason"]
+    deeper = heavy["callees"][:1]
+    assert [c["function"] for c in deeper] == ["deeper"], "deeper holds the largest share"
     assert deeper[0]["share"] > 0.5 and deeper[0]["share_net"] > 0.3, (
         "deeper does five times heavy's own work"
     )
     assert deeper[0]["callees"] == [] and deeper[0]["not_followed"] == []
-    assert d["after"] == {"functions_probed": 4, "probes_left": [], "code_differs": [], "pid_alive": True}
+    assert d["after"] == {"functions_probed": 5, "probes_left": [], "code_differs": [], "pid_alive": True}
     assert "heavy" in run.stdout and "calls/s" in run.stdout
     assert_left_as_found(target)
 
