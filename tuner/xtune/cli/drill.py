@@ -33,7 +33,9 @@ def drill(
     refine into the callee with the largest share of its time, --depth times. Every probe is
     removed when the command ends, Ctrl-C included; the process runs on unprobed."""
     try:
-        result = run_drill(pid, function, depth, seconds, lambda line: console.print(line, highlight=False))
+        result = run_drill(
+            pid, function, depth, seconds, lambda line: console.print(line, highlight=False, markup=False)
+        )
     except DrillError as e:
         typer.echo(f"xtune: error: {e}", err=True)
         raise typer.Exit(2) from None

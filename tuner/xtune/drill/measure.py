@@ -43,7 +43,7 @@ class ProbeRefused(DrillError):
 
 
 def measure(pid: int, probes: list[Probe], seconds: float) -> dict[str, Stats]:
-    """Stats per function name; ProbeRefused names the probe xobserve refused.
+    """Stats per function name; ProbeRefused names a probe xobserve refused or could not measure.
 
     The process's threads are held while xobserve places the probes (freeze.py says why); should
     a thread still read as inside for good, the measurement is taken again, and refused if that
@@ -55,10 +55,11 @@ def measure(pid: int, probes: list[Probe], seconds: float) -> dict[str, Stats]:
         stuck = [name for name, s in stats.items() if _missed_return(s, pid)]
         if not stuck:
             return stats
-    raise DrillError(
-        f"pid {pid}: {', '.join(stuck)} read as a thread always inside in {ATTEMPTS} measurements "
-        "(a call entered while its probes were being attached, or calls that never return within "
-        f"{seconds:g} s): no figure for it"
+    probe = next(p for p in probes if p.name == stuck[0])
+    raise ProbeRefused(
+        probe,
+        f"a thread read as always inside it in {ATTEMPTS} measurements (calls that do not return "
+        f"within {seconds:g} s, or one entered while its probes were being placed): no figure for it",
     )
 
 

@@ -27,6 +27,8 @@ class Process:
     def __post_init__(self) -> None:
         if self.pid <= 0 or not Path(f"/proc/{self.pid}").is_dir():
             raise DrillError(f"no process with pid {self.pid}")
+        if self.pid == os.getpid():
+            raise DrillError(f"pid {self.pid} is this xtune: drill another process")
         try:
             self.exe = os.readlink(f"/proc/{self.pid}/exe")
         except OSError as e:
