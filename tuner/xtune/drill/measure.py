@@ -1,5 +1,6 @@
 """One measurement: up to eight functions of the process probed by a private xobserve (func
-family, scoped to the pid) for a number of seconds, then the probes removed with it."""
+family, scoped to the pid) for a number of seconds, then the probes removed with it. (`Services`
+starts a private xrtd beside it, which holds no knob and goes with it.)"""
 
 from __future__ import annotations
 
@@ -76,9 +77,7 @@ def _measure_once(pid: int, probes: list[Probe], seconds: float) -> dict[str, St
     try:
         with contextlib.ExitStack() as stack:
             with Frozen(pid):
-                svc = stack.enter_context(
-                    Services(["func"], funcs=funcs, window_ms=WINDOW_MS, pid=pid, actuate=False)
-                )
+                svc = stack.enter_context(Services(["func"], funcs=funcs, window_ms=WINDOW_MS, pid=pid))
             running_from = time.monotonic_ns()
             reader = stack.enter_context(ShmFrameReader(svc.signals_shm))
             window = _one_window(reader, seconds, svc, running_from)

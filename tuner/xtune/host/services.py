@@ -33,7 +33,6 @@ class Services(Setup):
     funcs: list[str] = field(default_factory=list)
     window_ms: int = 10
     observe: bool = True  # False: xrtd alone (a job whose windows come from a benchmark's output)
-    actuate: bool = True  # False: xobserve alone (a command that only measures, e.g. `xtune drill`)
     allow: list[str] = field(default_factory=list)  # xrtd --allow BACKEND:GLOB (replaces its defaults)
     rt_priority: int = 0  # SCHED_FIFO for xrtd's watcher and xobserve's window loop, 0 = short slices
     # Only this process in the func family: uprobes sit on the binary's file, so another process
@@ -71,12 +70,6 @@ class Services(Setup):
             time.sleep(0.05)
 
     def _create(self) -> None:
-        if self.actuate:
-            self._start_xrtd()
-        if self.observe:
-            self._start_xobserve()
-
-    def _start_xrtd(self) -> None:
         (self.dir / "state").mkdir()
         xrtd = self._spawn(
             "xrtd",
@@ -85,8 +78,8 @@ class Services(Setup):
             + self._rt_args(),
         )
         self._wait_for(Path(self.xrtd_socket), xrtd, "xrtd")
-
-    def _start_xobserve(self) -> None:
+        if not self.observe:
+            return
         args = ["--families", ",".join(self.families), "--window-ms", str(self.window_ms)]
         args += ["--shm", self.signals_shm, "--zmq", f"tcp://127.0.0.1:{free_port()}"]
         for f in self.funcs:
