@@ -129,7 +129,7 @@ def guest(analysis: tuple[kernel.KernelAnalysis, Path], tmp_path_factory: pytest
     if stalled.exists():
         shutil.copy(stalled, paths.BUILD / "kmod" / "last-stalled-console.log")
         warnings.warn(
-            "the first guest boot stalled (vCPU starvation) and was retried; its console is "
+            "the first guest boot stalled before anything was armed and was retried; its console is "
             "build/kmod/last-stalled-console.log",
             stacklevel=1,
         )

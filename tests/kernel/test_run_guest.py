@@ -16,6 +16,7 @@ RUN_GUEST = paths.ROOT / "kmod" / "harness" / "run-guest.sh"
 FAKE_QEMU = """#!/usr/bin/env bash
 for a in "$@"; do case "$a" in file:*) log=${a#file:};; esac; done
 n=$(( $(cat "$BOOTS/count" 2>/dev/null || echo 0) + 1 )); echo $n > "$BOOTS/count"
+echo "$@" > "$BOOTS/args"
 cat "$BOOTS/$n" > "$log"
 grep -q "soft lockup" "$log" && sleep 60
 exit 0
@@ -67,6 +68,14 @@ def test_a_stall_after_arming_fails_without_a_retry(tmp_path: Path) -> None:
 def test_a_second_stall_fails(tmp_path: Path) -> None:
     done, _ = run(tmp_path, [LOCKUP, LOCKUP])
     assert done.returncode == 1 and "did not finish" in done.stderr
+
+
+def test_the_vcpus_share_one_host_thread(tmp_path: Path) -> None:
+    """A thread per vCPU (MTTCG) let one vCPU stop for good on a loaded host (kmod/README.md)."""
+    done, _ = run(tmp_path, ["XSIE-DONE\n"])
+    assert done.returncode == 0
+    args = (tmp_path / "boots" / "args").read_text().split()
+    assert args[args.index("-accel") + 1] == "tcg,thread=single" and args[args.index("-smp") + 1] == "2"
 
 
 def test_a_failure_without_a_stall_is_not_retried(tmp_path: Path) -> None:
