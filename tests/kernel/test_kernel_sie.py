@@ -24,6 +24,7 @@ from xtune.sie.elfcode import ElfCode
 from xtune.sie.kernel import analyze as kernel
 from xtune.sie.kernel import source as kernel_build
 from xtune.sie.kernel import verify as kernel_verify
+from xtune.sie.kernel.defines import find_define
 from xtune.sie.scope import ScopeError, ScopeTable, Update
 
 KMOD = paths.ROOT / "kmod"
@@ -85,7 +86,7 @@ def analyze_testload_limit() -> kernel.KernelAnalysis:
 def first_conditional_jump(unit: str, function: str) -> int:
     """The offset of a conditional jump in a distro function (for the guest's conditional-exit check)."""
     env = kernel_build.KernelEnv.fetch()
-    define = kernel_build.find_define(env.source, "MAX_SOFTIRQ_RESTART")
+    define = find_define(env, "MAX_SOFTIRQ_RESTART")
     code = ElfCode(kernel_build.build_unit(env, define, unit, define.value))
     return next(
         i.off for i in disassemble(code, code.functions[function]) if i.is_jump and i.mnemonic != "jmp"
@@ -238,7 +239,7 @@ def test_blk_unit_builds_match_the_distro_kernel() -> None:
     """block/blk-mq.o built with 32, 8 and 128: only blk_add_rq_to_plug changes, and the
     original build is found byte for byte (relocations aside) in Debian's vmlinux."""
     env = kernel_build.KernelEnv.fetch()
-    define = kernel_build.find_define(env.source, "BLK_MAX_REQUEST_COUNT")
+    define = find_define(env, "BLK_MAX_REQUEST_COUNT")
     assert define.value == 32
     codes = [ElfCode(kernel_build.build_unit(env, define, "block/blk-mq.o", v)) for v in (32, 8, 128)]
     changed = {d.name for d in diff_functions(codes[:2])} | {
@@ -253,7 +254,7 @@ def test_blk_unit_builds_match_the_distro_kernel() -> None:
 def test_unknown_perf_const_is_refused() -> None:
     env = kernel_build.KernelEnv.fetch()
     with pytest.raises(kernel_build.KernelBuildError, match="NO_SUCH_CONST_XSIE"):
-        kernel_build.find_define(env.source, "NO_SUCH_CONST_XSIE")
+        find_define(env, "NO_SUCH_CONST_XSIE")
 
 
 def test_analyze_kernel_command(tmp_path: Path, analysis: tuple[kernel.KernelAnalysis, Path]) -> None:

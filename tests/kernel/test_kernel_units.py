@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from xtune.sie.kernel import analyze as kernel
 from xtune.sie.kernel import ctokens
+from xtune.sie.kernel.defines import find_define
 from xtune.sie.kernel.kbuild import Unit, parse_dry_run
-from xtune.sie.kernel.source import Define, KernelEnv, define_line, find_define
+from xtune.sie.kernel.source import Define, KernelEnv, define_line
 from xtune.sie.kernel.units import Discovery, discover, discover_units
 
 HEADER = """
@@ -127,6 +128,13 @@ def test_define_line_sets_the_value_not_a_digit_of_the_name() -> None:
     assert define_line(line, "I2C_ALF_IS_SUSPENDED", 3) == "#define I2C_ALF_IS_SUSPENDED\t\t3 /* bit 0 */\n"
 
 
+def test_define_line_replaces_an_expression_body_with_the_value() -> None:
+    line = "#define NR_MAX_BATCHED_MIGRATION\tHPAGE_PMD_NR\n"
+    assert define_line(line, "NR_MAX_BATCHED_MIGRATION", 256) == "#define NR_MAX_BATCHED_MIGRATION\t(256)\n"
+    line = "#define X (A + B) /* why */\n"
+    assert define_line(line, "X", 7) == "#define X\t(7) /* why */\n"
+
+
 def test_dry_run_units_and_modules() -> None:
     out = "\n".join(
         [
@@ -157,7 +165,7 @@ def env() -> KernelEnv:
     ],
 )
 def test_case_study_constants_keep_their_units(env: KernelEnv, name: str, units: list[str]) -> None:
-    found = discover_units(env, find_define(env.source, name))
+    found = discover_units(env, find_define(env, name))
     assert [u.object for u in found.units] == units
     assert found.refusals == [] and not any(u.module for u in found.units)
 
@@ -166,7 +174,7 @@ def test_a_header_inlines_constant_is_found_in_drivers(env: KernelEnv) -> None:
     """I2C_ALF_IS_SUSPENDED (include/linux/i2c.h) is used only by static inlines there and in
     drivers/i2c/i2c-core.h; no .c file names it, yet the i2c core and the designware driver
     (built in, and one part as a module) call those inlines."""
-    define = find_define(env.source, "I2C_ALF_IS_SUSPENDED")
+    define = find_define(env, "I2C_ALF_IS_SUSPENDED")
     assert define.file == "include/linux/i2c.h"
     found = discover_units(env, define)
     objects = {u.object: u.module for u in found.units}
@@ -181,3 +189,18 @@ def test_a_header_inlines_constant_is_found_in_drivers(env: KernelEnv) -> None:
     assert named.stdout == ""  # found through the headers only
     # drivers the config does not build (other architectures' i2c controllers) are not units
     assert "drivers/i2c/busses/i2c-exynos5.c" in found.uncompiled
+
+
+def test_the_active_definition_is_the_one_the_config_compiles(env: KernelEnv) -> None:
+    """mm/migrate.c defines NR_MAX_BATCHED_MIGRATION as HPAGE_PMD_NR under
+    CONFIG_TRANSPARENT_HUGEPAGE (Debian's config has it) and as 512 in the `#else`: the active one
+    is the first, and its value is what the macros give (1 << (21 - 12))."""
+    define = find_define(env, "NR_MAX_BATCHED_MIGRATION")
+    assert (define.file, define.value, define.expression) == ("mm/migrate.c", 512, "HPAGE_PMD_NR")
+    text = (env.source / define.file).read_text().splitlines()[define.line - 1]
+    assert "HPAGE_PMD_NR" in text
+
+
+def test_a_literal_defined_once_is_read_without_preprocessing(env: KernelEnv) -> None:
+    define = find_define(env, "HYSTART_DELAY_MAX")
+    assert (define.file, define.value, define.expression) == ("net/ipv4/tcp_cubic.c", 16000, "")

@@ -20,7 +20,8 @@ import typer
 from xtune.sie.analyze import binary_id
 from xtune.sie.differ import diff_functions
 from xtune.sie.elfcode import ElfCode
-from xtune.sie.kernel.source import Define, KernelBuildError, KernelEnv, build_unit, find_define
+from xtune.sie.kernel.defines import find_define
+from xtune.sie.kernel.source import Define, KernelBuildError, KernelEnv, build_unit
 from xtune.sie.kernel.spans import XSIE_REG, KernelFunction, KernelSpan, kernel_function
 from xtune.sie.kernel.units import Discovery, discover_units
 from xtune.sie.kernel.verify import build_id, matches, vmlinux
@@ -61,7 +62,7 @@ def candidate_values(orig: int) -> list[list[int]]:
 def analyze_const(
     env: KernelEnv, name: str, values: list[int] | None = None, fresh: bool = False
 ) -> PerfConst:
-    define = find_define(env.source, name)
+    define = find_define(env, name)
     if values and values[0] != define.value:
         values = [define.value, *[v for v in values if v != define.value]]
     if values and len(values) < 3:

@@ -56,36 +56,7 @@ class Define:
     line: int
     name: str
     value: int
-
-
-def find_define(src: Path, name: str, file: str = "") -> Define:
-    """The `#define NAME <integer>` of a perf-const, searched in the whole tree (or in `file`);
-    more than one such define in files this kernel may compile is refused."""
-    pattern = re.compile(rf"^\s*#\s*define\s+{re.escape(name)}\s+\(?\s*(\d+)[uUlL]*\s*\)?\s*(/\*.*)?$")
-    candidates = [file] if file else []
-    if not file:
-        grep = subprocess.run(
-            ["grep", "-rlE", "--include=*.[chS]", rf"#\s*define\s+{name}\b", "."],
-            cwd=src,
-            capture_output=True,
-            text=True,
-        )
-        paths = [p.removeprefix("./") for p in grep.stdout.split()]
-        candidates = sorted(p for p in paths if in_this_arch(p))
-    found = []
-    for path in candidates:
-        for n, text in enumerate((src / path).read_text(errors="replace").splitlines(), 1):
-            m = pattern.match(text)
-            if m:
-                found.append(Define(path, n, name, int(m.group(1))))
-    if len(found) > 1:
-        raise KernelBuildError(
-            f"`#define {name}` is given a value at {len(found)} places "
-            f"({', '.join(f'{d.file}:{d.line}' for d in found[:6])}): not one constant"
-        )
-    if not found:
-        raise KernelBuildError(f"no `#define {name} <integer>` found in {file or 'the kernel tree'}")
-    return found[0]
+    expression: str = ""  # the definition's body when it is not a literal (e.g. HPAGE_PMD_NR)
 
 
 def in_this_arch(path: str) -> bool:
@@ -128,7 +99,9 @@ def build_unit(env: KernelEnv, define: Define, unit: str, value: int, fresh: boo
     """`unit` compiled with the constant set to `value` (cached unless `fresh`)."""
     out_dir = env.cache / "units"
     out_dir.mkdir(parents=True, exist_ok=True)
-    out = out_dir / f"{unit.replace('/', '_')}.{define.name}={value}.o"
+    # the define's place is part of the key: another of its definitions builds other code
+    where = f"{define.file}:{define.line}".replace("/", "_")
+    out = out_dir / f"{unit.replace('/', '_')}.{define.name}@{where}={value}.o"
     if out.exists() and not fresh:
         return out
     header = env.source / define.file
@@ -160,6 +133,11 @@ def build_unit(env: KernelEnv, define: Define, unit: str, value: int, fresh: boo
 
 def define_line(line: str, name: str, value: int) -> str:
     """The `#define` line of `name` with `value`: the first number after the name (which may
-    hold digits itself, as I2C_...)."""
+    hold digits itself, as I2C_...), or the whole body when it is an expression of other macros."""
     after = line.index(name) + len(name)
-    return line[:after] + re.sub(r"\d+", str(value), line[after:], count=1)
+    body = line[after:]
+    if re.match(r"\s*\(?\s*\d", body):
+        return line[:after] + re.sub(r"\d+", str(value), body, count=1)
+    comment = re.search(r"/\*|//", body)
+    keep = body[comment.start() :] if comment else "\n"
+    return f"{line[:after]}\t({value}){' ' if comment else ''}{keep}"

@@ -105,16 +105,16 @@ def _add_units(
     while todo:
         for f in todo:
             units.update({u.object: u for u in by_source.get(f, [])})
-        includers = _includers(src, files, todo)
-        included |= {t for t, by in includers.items() if by}
-        new = set().union(*includers.values()) - seen
+        by_target = includers(src, files, todo)
+        included |= {t for t, by in by_target.items() if by}
+        new = set().union(*by_target.values()) - seen
         seen |= new
         todo = new
     found.units = sorted(units.values(), key=lambda u: u.object)
     found.uncompiled = sorted(f for f in code if f not in by_source and f not in included)
 
 
-def _includers(src: Path, files: list[str], targets: set[str]) -> dict[str, set[str]]:
+def includers(src: Path, files: list[str], targets: set[str]) -> dict[str, set[str]]:
     """For each of `targets`, the files among `files` with an `#include` that names it."""
     out: dict[str, set[str]] = {t: set() for t in targets}
     bases = {os.path.basename(t) for t in targets}
