@@ -32,8 +32,10 @@ Socket = Annotated[str, typer.Option("--socket", help="xrtd's control socket")]
 
 @app.command("analyze")
 def analyze(
-    target: Annotated[list[str], typer.Argument(help="tunable spec (TOML); with --kernel, perf-const names")],
     output: Annotated[Path, typer.Option("-o", "--output", help="scope table to write (JSON)")],
+    target: Annotated[
+        list[str] | None, typer.Argument(help="tunable spec (TOML); with --kernel, perf-const names")
+    ] = None,
     kernel: Annotated[
         bool, typer.Option("--kernel", help="kernel perf-consts, from Debian's current kernel source")
     ] = False,
@@ -45,12 +47,21 @@ def analyze(
         typer.Option("--values", help="with --kernel: NAME=V0,V1,V2 (default: original and two others)"),
     ] = None,
     fresh: Annotated[bool, typer.Option("--fresh", help="with --kernel: rebuild cached units")] = False,
+    kernel_site: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--kernel-site",
+            help="a kernel literal as a perf-const: NAME=FILE:LINE:TOKEN (e.g. "
+            "HYSTART_DELAY_MIN_SHIFT=net/ipv4/tcp_cubic.c:439:3); implies --kernel",
+        ),
+    ] = None,
 ) -> None:
     """Build with each value, diff, lift, and write the scope table; print spans and refusals."""
-    if kernel:
+    target = target or []
+    if kernel or kernel_site:
         from xtune.sie.kernel.analyze import analyze_command
 
-        analyze_command(target, output, xsie, values, fresh)
+        analyze_command(target, output, xsie, values, fresh, kernel_site)
         return
     from xtune.sie.analyze import analyze as run
     from xtune.sie.spec import load_spec

@@ -21,6 +21,7 @@ from xtune.sie.analyze import binary_id
 from xtune.sie.differ import diff_functions
 from xtune.sie.elfcode import ElfCode
 from xtune.sie.kernel.defines import find_define
+from xtune.sie.kernel.site import find_site, site_units
 from xtune.sie.kernel.source import Define, KernelBuildError, KernelEnv, build_unit
 from xtune.sie.kernel.spans import XSIE_REG, KernelFunction, KernelSpan, kernel_function
 from xtune.sie.kernel.units import Discovery, discover_units
@@ -60,15 +61,18 @@ def candidate_values(orig: int) -> list[list[int]]:
 
 
 def analyze_const(
-    env: KernelEnv, name: str, values: list[int] | None = None, fresh: bool = False
+    env: KernelEnv, name: str, values: list[int] | None = None, fresh: bool = False, site: str = ""
 ) -> PerfConst:
-    define = find_define(env, name)
+    """`name`'s #define, or with `site` (FILE:LINE:TOKEN, site.py) that literal, called `name`."""
+    define = find_site(env, site, name) if site else find_define(env, name)
+    if site and values and min(values) < 0:
+        raise KernelBuildError(f"{name}: a site's literal takes values >= 0, got {values}")
     if values and values[0] != define.value:
         values = [define.value, *[v for v in values if v != define.value]]
     if values and len(values) < 3:
         raise KernelBuildError(f"{name}: need the original and two other values, got {values}")
     image = vmlinux(env)
-    found = discover_units(env, define)
+    found = site_units(env, define) if site else discover_units(env, define)
     attempt: PerfConst | None = None
     for vals in [values] if values else candidate_values(define.value):
         attempt = _analyze_values(env, define, vals, found, image, fresh)
@@ -81,7 +85,8 @@ def analyze_const(
 def _analyze_values(
     env: KernelEnv, define: Define, vals: list[int], found: Discovery, image: bytes, fresh: bool
 ) -> PerfConst:
-    const = PerfConst(define.name, SourceLocation(define.file, define.line, define.name), vals, [], [])
+    where = SourceLocation(define.file, define.line, define.token or define.name)
+    const = PerfConst(define.name, where, vals, [], [])
     const.refusals += [Refusal("", reason, where) for where, reason in found.refusals]
     for u in found.units:
         if u.source.endswith(".S"):
@@ -181,13 +186,17 @@ def _scope_span(kf: KernelFunction, vaddr: int, section: str, data: bytes, s: Ke
     )
 
 
-def analyze(names: list[str], values: dict[str, list[int]], fresh: bool = False) -> KernelAnalysis:
+def analyze(
+    names: list[str], values: dict[str, list[int]], fresh: bool = False, sites: dict[str, str] | None = None
+) -> KernelAnalysis:
+    """The table of the #defines `names` and of the `sites` (name -> FILE:LINE:TOKEN)."""
     env = KernelEnv.fetch()
     t0 = time.monotonic()
     consts, seconds = [], {}
-    for name in names:
+    sites = sites or {}
+    for name in [*names, *sites]:
         t = time.monotonic()
-        consts.append(analyze_const(env, name, values.get(name), fresh=fresh))
+        consts.append(analyze_const(env, name, values.get(name), fresh=fresh, site=sites.get(name, "")))
         seconds[name] = round(time.monotonic() - t, 2)
     binary = BinaryId(f"{env.package} {env.package_version}", build_id(vmlinux(env)), "", "EXEC", 0)
     table = ScopeTable(binary, consts, analysis_seconds=round(time.monotonic() - t0, 2))
@@ -239,9 +248,15 @@ def _xsie_span(cid: int, sp: Span, compiled: int) -> str:
 
 
 def analyze_command(
-    const: list[str], output: Path, xsie: Path | None, value: list[str] | None, fresh: bool
+    const: list[str],
+    output: Path,
+    xsie: Path | None,
+    value: list[str] | None,
+    fresh: bool,
+    site: list[str] | None = None,
 ) -> None:
-    """Analyze kernel perf-consts against Debian's current kernel (per translation unit)."""
+    """Analyze kernel perf-consts (#defines by name, literals by `site` NAME=FILE:LINE:TOKEN)
+    against Debian's current kernel (per translation unit)."""
     vals = {}
     for item in value or []:
         name, _, csv = item.partition("=")
@@ -250,8 +265,22 @@ def analyze_command(
         except ValueError as e:
             typer.echo(f"error: --values {item!r}: expected NAME=V0,V1,V2", err=True)
             raise typer.Exit(2) from e
+    sites = {}
+    for item in site or []:
+        name, eq, where = item.partition("=")
+        if not eq or not name or name in sites or name in const:
+            typer.echo(
+                f"error: --kernel-site {item!r}: expected NAME=FILE:LINE:TOKEN with a name of its own "
+                "(e.g. HYSTART_DELAY_MIN_SHIFT=net/ipv4/tcp_cubic.c:439:3)",
+                err=True,
+            )
+            raise typer.Exit(2)
+        sites[name] = where
+    if not const and not sites:
+        typer.echo("error: name a kernel perf-const or give --kernel-site", err=True)
+        raise typer.Exit(2)
     try:
-        result = analyze(const, vals, fresh)
+        result = analyze(const, vals, fresh, sites)
     except KernelBuildError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from e

@@ -20,6 +20,8 @@ _LEXEMES = re.compile(
     re.S | re.X,
 )
 _TOKEN = re.compile(r"[A-Za-z_]\w*|\d\w*|\S")
+# A C integer literal: decimal, octal or hex, with an optional unsigned/long suffix.
+INTEGER = re.compile(r"(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)([uU](?:ll|LL|l|L)?|(?:ll|LL|l|L)[uU]?)?")
 # Attribute macros with arguments, before or after a function's parameters (`f(...) __acquires(l)`).
 _ATTRIBUTES = {"__attribute__", "__attribute", "__acquires", "__releases", "__must_hold", "__cond_acquires"}
 
@@ -56,6 +58,30 @@ def logical_lines(text: str) -> list[tuple[int, str]]:
         out.append((start, " ".join([*parts, line])))
         start, parts = n + 1, []
     return out
+
+
+def line_tokens(text: str, line: int) -> list[tuple[int, str]]:
+    """(column, token) of the C tokens on `line` (1-based) of `text`, outside comments and string
+    or character literals (a comment that opened on an earlier line counts too)."""
+
+    def spaces(m: re.Match[str]) -> str:
+        return m.group(0) if m.group("newline") else re.sub(r"[^\n]", " ", m.group(0))
+
+    lines = _LEXEMES.sub(spaces, text).split("\n")
+    if not 1 <= line <= len(lines):
+        return []
+    return [(m.start(), m.group(0)) for m in _TOKEN.finditer(lines[line - 1])]
+
+
+def replace_token(text: str, line: int, token: str, new: str) -> str:
+    """`text` with the one occurrence of the C token `token` on `line` replaced by `new`."""
+    columns = [col for col, tok in line_tokens(text, line) if tok == token]
+    if len(columns) != 1:
+        raise ValueError(f"line {line}: `{token}` occurs {len(columns)} times as a C token")
+    lines = text.split("\n")
+    at = columns[0]
+    lines[line - 1] = lines[line - 1][:at] + new + lines[line - 1][at + len(token) :]
+    return "\n".join(lines)
 
 
 @dataclass

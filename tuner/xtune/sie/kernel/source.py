@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xtune import paths
+from xtune.sie.kernel.ctokens import INTEGER, replace_token
 
 
 class KernelBuildError(RuntimeError):
@@ -57,6 +58,7 @@ class Define:
     name: str
     value: int
     expression: str = ""  # the definition's body when it is not a literal (e.g. HPAGE_PMD_NR)
+    token: str = ""  # a site (site.py): the integer literal on `line` that is varied, not a #define
 
 
 def in_this_arch(path: str) -> bool:
@@ -99,9 +101,11 @@ def build_unit(env: KernelEnv, define: Define, unit: str, value: int, fresh: boo
     """`unit` compiled with the constant set to `value` (cached unless `fresh`)."""
     out_dir = env.cache / "units"
     out_dir.mkdir(parents=True, exist_ok=True)
-    # the define's place is part of the key: another of its definitions builds other code
-    where = f"{define.file}:{define.line}".replace("/", "_")
-    out = out_dir / f"{unit.replace('/', '_')}.{define.name}@{where}={value}.o"
+    # the define's place (a site's token too) is part of the key: another place builds other code
+    where = ":".join([define.file, str(define.line), *([define.token] if define.token else [])])
+    where = where.replace("/", "_")
+    label = f"@{where}" if define.token else f"{define.name}@{where}"  # a site: whatever its name
+    out = out_dir / f"{unit.replace('/', '_')}.{label}={value}.o"
     if out.exists() and not fresh:
         return out
     header = env.source / define.file
@@ -109,10 +113,8 @@ def build_unit(env: KernelEnv, define: Define, unit: str, value: int, fresh: boo
         fcntl.flock(lock, fcntl.LOCK_EX)
         original = header.read_text()
         stat = header.stat()
-        lines = original.splitlines(keepends=True)
-        lines[define.line - 1] = define_line(lines[define.line - 1], define.name, value)
         try:
-            header.write_text("".join(lines))
+            header.write_text(_with_value(original, define, value))
             (env.source / unit).unlink(missing_ok=True)
             run = subprocess.run(
                 ["make", "-s", "-C", str(env.source), "CC=gcc-12", f"-j{os.cpu_count() or 1}", unit],
@@ -129,6 +131,17 @@ def build_unit(env: KernelEnv, define: Define, unit: str, value: int, fresh: boo
             os.utime(header, ns=(stat.st_atime_ns, stat.st_mtime_ns))
             (env.source / unit).unlink(missing_ok=True)
     return out
+
+
+def _with_value(text: str, define: Define, value: int) -> str:
+    """The text of the define's file with the constant set to `value`."""
+    if define.token:
+        literal = INTEGER.fullmatch(define.token)
+        suffix = literal.group(2) or "" if literal else ""  # keep a u/l suffix's type
+        return replace_token(text, define.line, define.token, f"{value}{suffix}")
+    lines = text.splitlines(keepends=True)
+    lines[define.line - 1] = define_line(lines[define.line - 1], define.name, value)
+    return "".join(lines)
 
 
 def define_line(line: str, name: str, value: int) -> str:

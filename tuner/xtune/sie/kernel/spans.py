@@ -47,6 +47,7 @@ PT_REGS = (
 )
 XSIE_REG = dict(zip(PT_REGS, ("ax", "bx", "cx", "dx", "si", "di", "bp", *PT_REGS[7:]), strict=True))
 ALU = ("and", "add", "sub", "or", "xor", "imul", "shl", "sal")
+SHIFTS = ("shl", "sal", "shr", "sar", "rol", "ror")
 
 
 @dataclass
@@ -172,7 +173,8 @@ def _span(insns: list[Insn], run: list[Seed], values: list[int]) -> KernelSpan:
     width = first.ci.operands[0].size * 8
     form, a, b = fit(values, run[-1].values)
     if form != "affine":
-        raise Unsupported(f"{where}: IV = a*log2(V) + b is not implemented by xsie.ko")
+        f = "log2 V" if form == "log2" else f"V/{form.removeprefix('div')}"
+        raise Unsupported(f"{where}: IV = a*({f}) + b is not implemented by xsie.ko (a*V + b only)")
     nxt = insns[last.index + 1] if last.index + 1 < len(insns) else None
     if len(run) == 1 and first.mnemonic == "mov" and nxt:
         return KernelSpan(
@@ -193,6 +195,12 @@ def _span(insns: list[Insn], run: list[Seed], values: list[int]) -> KernelSpan:
         )
     if nxt and all(insns[s.index].mnemonic in ALU for s in run):
         return _scale(insns, run, values, reg, width, nxt)
+    if len(run) == 1 and first.mnemonic in SHIFTS:
+        raise Unsupported(
+            f"{where}: the constant is the shift count of `{first.mnemonic}` (IV = {a}*V + {b}): xsie.ko "
+            "writes registers before a probe and has no update that emulates a shift by IV(V), as it "
+            "does a compare"
+        )
     raise Unsupported(f"{where}: no kernel update for this span shape")
 
 
