@@ -83,7 +83,9 @@ struct xsie_const {
 	struct xsie_span spans[XSIE_MAX_SPANS];
 	struct xsie_safe safe[XSIE_MAX_SAFE];
 	struct xsie_group *group;
-	s64 min, max; /* valid V (struct xsie_range) */
+	s64 min, max;	   /* valid V (struct xsie_range) ... */
+	s64 multiple_of;   /* ... a multiple of this (1: any) ... */
+	bool power_of_two; /* ... and a power of two if set */
 	/*
 	 * The V the handlers use. A const with one span reads the value page at each hit (one read
 	 * per pass) and keeps the last in-range value here; a const with several spans reads only
@@ -98,6 +100,16 @@ struct xsie_const {
 };
 
 extern struct xsie_value_page *xsie_values;
+
+/* Whether @v is a value @c may take (its range and constraints): cheap enough for a handler. */
+static inline bool xsie_value_valid(const struct xsie_const *c, s64 v)
+{
+	if (v < c->min || v > c->max)
+		return false;
+	if (c->power_of_two && (v <= 0 || (v & (v - 1))))
+		return false;
+	return c->multiple_of <= 1 || v % c->multiple_of == 0;
+}
 extern struct mutex xsie_lock;
 
 /* xsie_symbols.c: the kallsyms resolver */

@@ -176,6 +176,8 @@ static int xsie_load_span(const struct xsie_span_desc *d)
 		xsie_counters_reset(c);
 		c->min = d->v0;
 		c->max = d->v0;
+		c->multiple_of = 1;
+		c->power_of_two = false;
 		c->in_effect = d->v0;
 		WRITE_ONCE(xsie_values->value[c->id], d->v0);
 		c->state = XSIE_LOADED;
@@ -211,9 +213,11 @@ static int xsie_set(const struct xsie_value *v)
 
 	if (!c || c->state == XSIE_UNUSED)
 		return -ENOENT;
-	if (v->value < c->min || v->value > c->max) {
-		pr_warn("value refused: const %u: %lld is outside [%lld, %lld]\n", c->id, v->value,
-			c->min, c->max);
+	if (!xsie_value_valid(c, v->value)) {
+		pr_warn("value refused: const %u: %lld is not a valid V: [%lld, %lld], multiple of "
+			"%lld%s\n",
+			c->id, v->value, c->min, c->max, c->multiple_of,
+			c->power_of_two ? ", power of two" : "");
 		return -ERANGE;
 	}
 	if (c->nspans > 1 && c->state >= XSIE_TRANSITION) {

@@ -127,8 +127,8 @@ static int xsie_span_pre(struct kprobe *p, struct pt_regs *regs)
 	if (c->nspans == 1) {
 		/* One read per execution: a store to the value page is a safe change by itself. */
 		v = READ_ONCE(xsie_values->value[c->id]);
-		if (v < c->min || v > c->max)
-			v = READ_ONCE(c->in_effect); /* a store out of range is never applied */
+		if (!xsie_value_valid(c, v))
+			v = READ_ONCE(c->in_effect); /* a store not valid is never applied */
 		else if (v != READ_ONCE(c->in_effect))
 			WRITE_ONCE(c->in_effect, v);
 	} else {
@@ -231,17 +231,30 @@ static bool xsie_iv_fits(const struct xsie_span_desc *d, s64 v)
 /**
  * xsie_range_load - set the values @c accepts
  * @c: the const, its spans loaded, not armed
- * @r: the range from the analysis
+ * @r: the range and constraints from the analysis
  *
- * The compiled value must lie inside, and at both ends every span's IV must fit its register
- * (IV is affine in V, so then it fits everywhere between).
- * Return: 0 or -ERANGE.
+ * The compiled value must be valid under them, and at both ends every span's IV must fit its
+ * register (IV is affine in V, so then it fits everywhere between).
+ * Return: 0, -EINVAL (unknown flags, a negative multiple) or -ERANGE.
  */
 int xsie_range_load(struct xsie_const *c, const struct xsie_range *r)
 {
+	s64 v0 = c->spans[0].d.v0, multiple = r->multiple_of ? r->multiple_of : 1;
+	bool power = r->flags & XSIE_RANGE_POWER_OF_TWO;
 	u32 i;
 
-	if (r->min > r->max || r->min > c->spans[0].d.v0 || r->max < c->spans[0].d.v0) {
+	if ((r->flags & ~XSIE_RANGE_POWER_OF_TWO) || multiple < 1) {
+		pr_warn("range refused: const %u: flags %#x, multiple of %lld\n", c->id, r->flags,
+			r->multiple_of);
+		return -EINVAL;
+	}
+	if (v0 % multiple || (power && (v0 <= 0 || (v0 & (v0 - 1))))) {
+		pr_warn("range refused: const %u: the compiled value %lld is not a multiple of "
+			"%lld%s\n",
+			c->id, v0, multiple, power ? " and a power of two" : "");
+		return -ERANGE;
+	}
+	if (r->min > r->max || r->min > v0 || r->max < v0) {
 		pr_warn("range refused: const %u: [%lld, %lld] must hold the compiled value %lld\n",
 			c->id, r->min, r->max, c->spans[0].d.v0);
 		return -ERANGE;
@@ -259,6 +272,8 @@ int xsie_range_load(struct xsie_const *c, const struct xsie_range *r)
 	}
 	c->min = r->min;
 	c->max = r->max;
+	c->multiple_of = multiple;
+	c->power_of_two = power;
 	return 0;
 }
 

@@ -376,7 +376,7 @@ int xsie_group_arm(struct xsie_group *g)
 		s64 v = READ_ONCE(xsie_values->value[c->id]);
 
 		/* The handlers read in_effect only once the group is active. */
-		if (v >= c->min && v <= c->max)
+		if (xsie_value_valid(c, v))
 			c->in_effect = v;
 		c->flip_pending = false;
 		c->group = g;

@@ -93,14 +93,19 @@ struct xsie_safe_desc {
 };
 
 /*
- * The values a const may take (from the analysis). Until a range is loaded only the compiled
- * value is accepted. XSIE_IOC_SET refuses other values; a value stored into the value page
- * outside the range is never applied (the handlers keep the last value in range).
+ * The values a const may take (from the analysis): V in [min, max], a multiple of multiple_of
+ * (0 or 1: any), a power of two with XSIE_RANGE_POWER_OF_TWO in flags (the code holds only for
+ * those). Until a range is loaded only the compiled value is accepted. XSIE_IOC_SET refuses other
+ * values; a value stored into the value page that is not valid is never applied (the handlers
+ * keep the last valid value).
  */
+#define XSIE_RANGE_POWER_OF_TWO 1u
+
 struct xsie_range {
 	__u32 const_id;
-	__u32 pad;
+	__u32 flags; /* XSIE_RANGE_* */
 	__s64 min, max;
+	__s64 multiple_of;
 };
 
 struct xsie_value {

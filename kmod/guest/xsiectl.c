@@ -3,10 +3,11 @@
  * xsiectl: drive /dev/xsie from the shell (the guest tests, and people).
  *
  *   xsiectl load FILE             load the spans file (written by `xtune analyze --kernel`)
- *   xsiectl set ID VALUE          set V (refused outside the const's range; on an armed const
- *                                 with several spans a flip: `wait` until it is in effect)
- *   xsiectl store ID VALUE        store V into the value page (no system call; a value out of
- *                                 range is not applied; a const with several spans ignores it)
+ *   xsiectl set ID VALUE          set V (refused unless valid: range and constraints; on an
+ *                                 armed const with several spans a flip: `wait` until it is in
+ *                                 effect)
+ *   xsiectl store ID VALUE        store V into the value page (no system call; a value not
+ *                                 valid is not applied; a const with several spans ignores it)
  *   xsiectl arm ID MODE           MODE: immediate | per-thread | global
  *   xsiectl txn MODE ID...        arm several consts in one transaction
  *   xsiectl txn-abort ID...       begin, add, abort: nothing may change
@@ -22,7 +23,9 @@
  *   kernel BUILD_ID               (first: the kernel build the spans are for)
  *   span ID set|scale|cmp FUNC CHECK_OFF HEXBYTES PROBE_OFF REG WIDTH A B V0 [PRE_ADD]
  *   safe ID FUNC EXIT[,EXIT...]
- *   range ID MIN MAX              (after the const's spans)
+ *   range ID MIN MAX [MULTIPLE_OF POWER_OF_TWO]
+ *                                 (after the const's spans: V in [MIN, MAX], a multiple of
+ *                                 MULTIPLE_OF, a power of two if POWER_OF_TWO is 1)
  * Every command prints how long the kernel took (…_ns=) so benchmarks can use it.
  */
 #include <errno.h>
@@ -176,14 +179,22 @@ static int cmd_load(int fd, const char *path)
 				return die(where);
 		} else if (!strncmp(line, "range ", 6)) {
 			struct xsie_range range = {0};
-			long long min, max;
+			long long min, max, multiple = 1;
+			unsigned int power = 0;
+			int n = sscanf(line + 6, "%u %lld %lld %lld %u", &range.const_id, &min,
+				       &max, &multiple, &power);
 
-			if (sscanf(line + 6, "%u %lld %lld", &range.const_id, &min, &max) != 3) {
-				fprintf(stderr, "xsiectl: %s: a range needs ID MIN MAX\n", where);
+			if ((n != 3 && n != 5) || power > 1) {
+				fprintf(stderr,
+					"xsiectl: %s: a range needs ID MIN MAX [MULTIPLE_OF "
+					"POWER_OF_TWO(0|1)]\n",
+					where);
 				return 1;
 			}
 			range.min = min;
 			range.max = max;
+			range.multiple_of = multiple;
+			range.flags = power ? XSIE_RANGE_POWER_OF_TWO : 0;
 			if (ioctl(fd, XSIE_IOC_LOAD_RANGE, &range))
 				return die(where);
 		} else if (!strncmp(line, "safe ", 5)) {
@@ -287,7 +298,17 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "set") && argc == 4) {
 		struct xsie_value v = {.const_id = id, .value = strtoll(argv[3], NULL, 0)};
 
-		return ioctl(fd, XSIE_IOC_SET, &v) ? die("set") : 0;
+		if (!ioctl(fd, XSIE_IOC_SET, &v))
+			return 0;
+		if (errno == ERANGE) {
+			fprintf(stderr,
+				"xsiectl: set: %lld refused: not a valid value of const %u "
+				"(its range, multiple or power of two: the kernel log says "
+				"which)\n",
+				(long long)v.value, id);
+			return 1;
+		}
+		return die("set");
 	}
 	if (!strcmp(argv[1], "store") && argc == 4) {
 		struct xsie_value_page *page =

@@ -25,6 +25,7 @@ from xtune.sie.kernel.site import find_site, site_units
 from xtune.sie.kernel.source import Define, KernelBuildError, KernelEnv, build_unit
 from xtune.sie.kernel.spans import XSIE_REG, KernelFunction, KernelSpan, kernel_function
 from xtune.sie.kernel.units import Discovery, discover_units
+from xtune.sie.kernel.validate import validate
 from xtune.sie.kernel.verify import build_id, matches, vmlinux
 from xtune.sie.scope import (
     BinaryId,
@@ -61,9 +62,15 @@ def candidate_values(orig: int) -> list[list[int]]:
 
 
 def analyze_const(
-    env: KernelEnv, name: str, values: list[int] | None = None, fresh: bool = False, site: str = ""
+    env: KernelEnv,
+    name: str,
+    values: list[int] | None = None,
+    fresh: bool = False,
+    site: str = "",
+    notes: list[str] | None = None,
 ) -> PerfConst:
-    """`name`'s #define, or with `site` (FILE:LINE:TOKEN, site.py) that literal, called `name`."""
+    """`name`'s #define, or with `site` (FILE:LINE:TOKEN, site.py) that literal, called `name`;
+    its spans validated with one more build (validate.py), which adds to `notes`."""
     define = find_site(env, site, name) if site else find_define(env, name)
     if site and values and min(values) < 0:
         raise KernelBuildError(f"{name}: a site's literal takes values >= 0, got {values}")
@@ -79,6 +86,9 @@ def analyze_const(
         if not any(r.reason.startswith("code shape") for r in attempt.refusals):
             break
     assert attempt is not None
+    if attempt.tunable:
+        said = validate(attempt, lambda vs: _analyze_values(env, define, vs, found, image, fresh))
+        (notes if notes is not None else []).extend(said)
     return attempt
 
 
@@ -193,16 +203,15 @@ def analyze(
     env = KernelEnv.fetch()
     t0 = time.monotonic()
     consts, seconds = [], {}
+    notes = [f"kernel {env.release}: units built from linux-source-6.1 with Debian's config and gcc-12"]
     sites = sites or {}
     for name in [*names, *sites]:
         t = time.monotonic()
-        consts.append(analyze_const(env, name, values.get(name), fresh=fresh, site=sites.get(name, "")))
+        consts.append(analyze_const(env, name, values.get(name), fresh, sites.get(name, ""), notes))
         seconds[name] = round(time.monotonic() - t, 2)
     binary = BinaryId(f"{env.package} {env.package_version}", build_id(vmlinux(env)), "", "EXEC", 0)
     table = ScopeTable(binary, consts, analysis_seconds=round(time.monotonic() - t0, 2))
-    table.notes.append(
-        f"kernel {env.release}: units built from linux-source-6.1 with Debian's config and gcc-12"
-    )
+    table.notes += notes
     return KernelAnalysis(table, seconds)
 
 
@@ -213,8 +222,10 @@ def xsie_lines(result: KernelAnalysis, first_id: int = 0, kernel: str = "") -> l
     """The spans file for `xsiectl load`, from the scope table's fields: the build id of the
     kernel the spans are for (`kernel`, default the table's binary), then const ids in the order of
     the table, from `first_id`; each function's span lines, then its safe line (entry and exits),
-    then the const's valid range. A const with refusals has no spans file: some of its uses would
-    keep the old value."""
+    then the const's valid values (`range ID MIN MAX`: V in [MIN, MAX]; when validation found
+    constraints, `range ID MIN MAX MULTIPLE_OF POWER_OF_TWO`: a multiple of MULTIPLE_OF too, and a
+    power of two when POWER_OF_TWO is 1). A const with refusals has no spans file: some of its uses
+    would keep the old value."""
     kernel = kernel or result.table.binary.build_id
     if not kernel:
         raise ScopeError("the scope table names no kernel build id (xsie.ko checks it)")
@@ -232,7 +243,9 @@ def xsie_lines(result: KernelAnalysis, first_id: int = 0, kernel: str = "") -> l
         for function, spans in by_function.items():
             lines += [_xsie_span(cid, sp, const.values[0]) for sp in spans]
             lines.append(f"safe {cid} {function} {','.join(hex(e) for e in spans[0].exits)}")
-        lines.append(f"range {cid} {const.min_value} {const.max_value}")
+        constrained = const.multiple_of != 1 or const.power_of_two
+        rule = f" {const.multiple_of} {int(const.power_of_two)}" if constrained else ""
+        lines.append(f"range {cid} {const.min_value} {const.max_value}{rule}")
     return lines
 
 
