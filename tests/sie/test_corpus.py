@@ -4,9 +4,11 @@ checks over {gcc, clang} x {-O0, -O2, -O3}: what must be refused is never retune
 from __future__ import annotations
 
 import pytest
+from xtune import paths
 from xtune.sie.analyze import analyze
 from xtune.sie.elfcode import ElfCode
 from xtune.sie.scope import ScopeError
+from xtune.sie.spec import spec_from_dict
 from xtune.sie.variants import build_one
 from xtune.testing import sie_oracle as oracle
 
@@ -35,6 +37,9 @@ def test_corpus_oracle(engine):
     # ceil_batches: clang's `shr rcx, log2 V` (the count swapped through rcx); scale_odd: gcc expands
     # n * (K + 3) into other shifts and adds for each value, one span computes n * IV.
     musts = ("cmp_lt", "clamp_max", "mul", "add_off", "mask_low", "compare_ge", "inlined_callers")
+    # rodata_recip: 1.0 / K in .rodata, read through a span that computes it from V'; store_global:
+    # retuned with `persistent = true` (sie_oracle.OPT_IN), the stored K is read back in the call.
+    musts += ("rodata_recip", "store_global")
     for prog in (*musts, "or_bits", "xor_bits", "batch_count", "ceil_batches", "scale_odd"):
         assert {c.verdict for c in cases if c.program == prog} == {"pass"}, prog
     expanded = [
@@ -52,18 +57,45 @@ def test_corpus_oracle(engine):
     assert len(passed) / len(cases) >= oracle.PASS_RATE
 
 
-def test_constant_in_data_refused():
-    """`n < K ? 1e6 * n * (1.0 / K)`: the compare is code, 1/K a `.rodata` double."""
+def data_words_spec(cc: str, opt: str):
+    src = paths.ROOT / "tests" / "sie" / "targets" / "data_words.c"
+    data = {"source": src.name, "constant": "K", "values": oracle.VALUES}
+    return spec_from_dict({**data, "build": f"{cc} {opt} -o {{out}} {{src}} -lm"}, src.parent / "spec.toml")
+
+
+def test_data_word_read_retuned(engine):
+    """`n < K ? 1e6 * n * (1.0 / K)`: the compare is code, 1/K a `.rodata` double. Each read of the
+    double becomes a span computing 1.0 / V' (to nearest, also in a program that rounds upward:
+    `targets/data_words.c`); rebuilt and retuned print the same, at every level."""
     for cc, opt in oracle.ALL_LEVELS:
-        c = oracle.run_case(oracle.case("rodata_recip", cc, opt))
-        assert c.verdict == "refused", c.name
-        assert any("also lives in data (.rodata)" in d and ".rodata+0x" in d for d in c.detail), (
-            c.name,
-            c.detail,
-        )
-    # An object file keeps the double in its own section, `.rodata.cst8`.
+        for c in (
+            oracle.case("rodata_recip", cc, opt),
+            oracle.Case("data_words", cc, opt, data_words_spec(cc, opt)),
+        ):
+            oracle.run_case(c)
+            assert c.verdict == "pass", (c.name, c.detail)
+            reads = [s for s in c.table.consts[0].spans if s.state.form == "f64_div"]
+            assert len(reads) == 1 and "1.0 / V" in reads[0].update.text, c.name
+
+
+def test_data_word_refused():
+    """A double that is no c / V nor c * V (1.0 / (K * K + 1)), a float, or an object file (its
+    readers are relocations) keep the constant refused, naming the data and why."""
+    for cc, opt in oracle.ALL_LEVELS:
+        for define, why in (("-DSQUARE", "neither c / V nor c * V"), ("-DSINGLE", "scalar double read")):
+            const = analyze(data_words_spec(cc, f"{opt} {define}")).consts[0]
+            assert not const.tunable, (cc, opt, define)
+            assert any(
+                "also lives in data (.rodata)" in r.reason and why in r.detail for r in const.refusals
+            ), (
+                cc,
+                opt,
+                define,
+                const.refusals,
+            )
     obj = analyze(oracle.make_spec(oracle.CORPUS / "rodata_recip.c", "gcc", "-O2 -c"))
     assert [r.function for r in obj.consts[0].refusals] == [".rodata.cst8+0xe"]
+    assert "an object file" in obj.consts[0].refusals[0].detail
 
 
 def test_relocated_data_masked():

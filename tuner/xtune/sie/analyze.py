@@ -6,10 +6,12 @@ import math
 import time
 from pathlib import Path
 
+from xtune.sie.datavalues import DataRead, data_words, read_piece
 from xtune.sie.differ import FunctionDiff, diff_data, diff_functions
+from xtune.sie.disasm import disassemble
 from xtune.sie.elfcode import ElfCode
 from xtune.sie.entries import Entries, function_entries
-from xtune.sie.lift import SCRATCH, Lifted, Unsupported, fit, lift
+from xtune.sie.lift import DIVISORS_POW2, SCRATCH, Lifted, Unsupported, fit, lift
 from xtune.sie.linear import Region
 from xtune.sie.liveness import result_bytes_read
 from xtune.sie.scope import (
@@ -25,7 +27,7 @@ from xtune.sie.scope import (
 )
 from xtune.sie.spans import JMP_LEN, STORED, Placement, place, safe_span, start_location
 from xtune.sie.spec import Spec, SpecError
-from xtune.sie.synth import SynthError, relocated, seed_piece, trampoline
+from xtune.sie.synth import DIV_EXACT_BELOW, SynthError, relocated, seed_piece, trampoline
 from xtune.sie.variants import build_one, build_variants
 
 SHAPE = "code shape depends on the constant"
@@ -116,7 +118,7 @@ def analyze(spec: Spec) -> ScopeTable:
         table.notes.append(f"the spans hold for the values analyzed, not below {low}")
     probe = high * 4
     if _allowed(const, probe) and not why_not(probe):
-        const.max_value = probe
+        const.max_value = min(probe, _division_limit(const))
     else:
         table.notes.append(f"the spans hold for the values analyzed, not above {high}")
     table.analysis_seconds = round(time.monotonic() - t0, 3)
@@ -136,6 +138,15 @@ def _allowed(const: PerfConst, value: int) -> bool:
     if const.power_of_two and (value <= 0 or value & (value - 1)):
         return False
     return value % const.multiple_of == 0
+
+
+def _division_limit(const: PerfConst) -> int:
+    """The largest V the spans' updates compute exactly (a division by a d that is not a power of
+    two is a multiply-shift, synth.py)."""
+    forms = {s.state.form for s in const.spans}
+    if any(f.startswith("div") and int(f[3:]) not in DIVISORS_POW2 for f in forms):
+        return DIV_EXACT_BELOW - 1
+    return 2**63 - 1
 
 
 def _add_constraint(const: PerfConst, text: str) -> None:
@@ -165,14 +176,23 @@ def analyze_binaries(
                     obj, "the constant changes data layout", f"object {obj} has sizes {sizes} in the builds"
                 )
             )
+    reads: list[DataRead] = []
     for dd in diff_data(codes):
-        const.refusals.append(
-            Refusal(
-                dd.where, f"the constant also lives in data ({dd.section}): SIE retunes code only", dd.detail
+        try:
+            reads += [r for w in data_words(codes, values, dd) for r in w.reads]
+        except Unsupported as e:
+            const.refusals.append(
+                Refusal(
+                    dd.where,
+                    f"the constant also lives in data ({dd.section}): SIE retunes code, and data only"
+                    " where every read is a scalar double that is c / V or c * V in every build",
+                    f"{dd.detail}: {e}",
+                )
             )
-        )
     for d in diff_functions(codes, only, regions=True):
         _function(d, codes[0], values, const, persistent)
+    for r in reads:
+        _data_read(r, codes[0], const, persistent)
     if not const.spans and not const.refusals:
         const.refusals.append(Refusal("", "no function's code depends on the constant in these builds"))
     if any(s.state.form == "log2" for s in const.spans):
@@ -180,6 +200,10 @@ def analyze_binaries(
         _add_constraint(const, "power of two")
     if const.spans:  # what the builds show; validation builds (analyze) may widen it
         const.min_value, const.max_value = min(values), max(values)
+        if max(values) > _division_limit(const):
+            const.refusals.append(
+                Refusal("", f"V / d is synthesized exactly only below {DIV_EXACT_BELOW}", f"values {values}")
+            )
     functions = list(dict.fromkeys(s.function for s in const.spans))
     for s in const.spans:  # spans of one function can run within one activation
         s.group = functions.index(s.function)
@@ -248,6 +272,45 @@ def _function(d: FunctionDiff, code: ElfCode, values: list[int], const: PerfCons
             continue
         covered |= {i.index for i in d.insns if span.start <= i.off < span.end}
         const.spans.append(span)
+
+
+def _data_read(read: DataRead, code: ElfCode, const: PerfConst, persistent: bool) -> None:
+    """A read of a data word that is f(V) (datavalues.py): a span computing f(V') for it."""
+    fn = code.functions[read.function]
+    insns = disassemble(code, fn)
+    ins = insns[read.index]
+    try:
+        where = place(insns, read.index, function_entries(code, fn, insns))
+        pieces = []
+        for k in range(where.first, where.last + 1):
+            if k == read.index:
+                piece, relocs, text, lifted = read_piece(ins, read)
+                pieces.append((piece, relocs))
+            else:
+                pieces.append(relocated(insns[k]))
+        d = FunctionDiff(read.function, insns)
+        span = _finish(
+            d, fn.vaddr, fn.section, where, read.index, lifted, trampoline(pieces), text, text, persistent
+        )
+    except (Unsupported, SynthError) as e:
+        const.refusals.append(Refusal(read.function, str(e), f"+{ins.off:#x}: {ins.mnemonic} {ins.op_str}"))
+        return
+    except Escape as e:
+        const.refusals.append(Refusal(read.function, f"{e}: an old value would stay in use after a change"))
+        return
+    other = [
+        s for s in const.spans if s.function == span.function and s.start < span.end and span.start < s.end
+    ]
+    if other:
+        const.refusals.append(
+            Refusal(
+                read.function,
+                f"the read of the data word shares instructions with the span at +{other[0].start:#x}",
+                f"+{ins.off:#x}: {ins.mnemonic} {ins.op_str}",
+            )
+        )
+        return
+    const.spans.append(span)
 
 
 class Escape(Exception):

@@ -74,6 +74,8 @@ class DataDiff:
     section: str
     where: str  # `section+offset`, with the symbol or address
     detail: str
+    vaddr: int = 0  # the section's ELF address in the first build (0 in a .o)
+    offsets: list[int] = field(default_factory=list)  # section offsets that differ in some build
 
 
 def diff_data(codes: list[ElfCode]) -> list[DataDiff]:
@@ -88,19 +90,19 @@ def diff_data(codes: list[ElfCode]) -> list[DataDiff]:
             out.append(DataDiff(name, name, f"{name} has sizes {sizes} in the builds"))
             continue
         base = ds.masked()
+        diff: set[int] = set()
         for o in others:
             m = o.masked()  # type: ignore[union-attr]
-            diff = [i for i in range(len(base)) if base[i] != m[i] and i not in o.relocs]  # type: ignore[union-attr]
-            if diff:
-                off = diff[0]
-                at = f"{name}+{off:#x}"
-                sym = first.symbolize(ds.vaddr + off) if ds.vaddr else ""
-                if sym and not sym.startswith("0x"):
-                    at += f" ({sym})"
-                elif ds.vaddr:
-                    at += f" (address {ds.vaddr + off:#x})"
-                out.append(DataDiff(name, at, f"{len(diff)} bytes differ, first at {at}"))
-                break
+            diff |= {i for i in range(len(base)) if base[i] != m[i] and i not in o.relocs}  # type: ignore[union-attr]
+        if diff:
+            off = min(diff)
+            at = f"{name}+{off:#x}"
+            sym = first.symbolize(ds.vaddr + off) if ds.vaddr else ""
+            if sym and not sym.startswith("0x"):
+                at += f" ({sym})"
+            elif ds.vaddr:
+                at += f" (address {ds.vaddr + off:#x})"
+            out.append(DataDiff(name, at, f"{len(diff)} bytes differ, first at {at}", ds.vaddr, sorted(diff)))
     for name in sorted({n for c in codes[1:] for n in c.data_sections} - set(first.data_sections)):
         out.append(DataDiff(name, name, f"{name} exists only in a non-original build"))
     return out

@@ -55,17 +55,23 @@ class Lifted:
         return f"{self.location} <- {self.a}*{v} + {self.b}"
 
 
+# f(V) = V / d (C division of a positive V): `N / 7` in the source, or a bound the compiler
+# derived as one (`used + 7 <= K` counting steps of 7).
+DIVISORS_POW2 = (2, 4, 8)
+DIVISORS_OTHER = (3, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15, 16)
+
 FRAME = 136  # the trampoline's stack use below the thread's red zone: 128 + the saved scratch
 
 
 def fit(values: list[int], ivs: list[int], width: int = 8) -> tuple[str, int, int]:
-    """(form, a, b) with iv = a*f(V) + b (mod 2^(8*width)) for every build, f = identity or log2."""
+    """(form, a, b) with iv = a*f(V) + b (mod 2^(8*width)) for every build, f = identity, log2 or
+    V / d. Validation builds (analyze.py) decide whether a fit holds beyond the values built."""
     mask = (1 << (8 * width)) - 1
     forms: list[tuple[str, list[int]]] = [("affine", values)]
     if all(v > 0 and v & (v - 1) == 0 for v in values):
         forms.append(("log2", [v.bit_length() - 1 for v in values]))
-    if all(v > 0 for v in values):
-        forms += [(f"div{1 << k}", [v >> k for v in values]) for k in (1, 2, 3)]
+    if all(v > 0 for v in values):  # powers of two first: the others need a longer update
+        forms += [(f"div{d}", [v // d for v in values]) for d in (*DIVISORS_POW2, *DIVISORS_OTHER)]
     for form, xs in forms:
         if xs[1] == xs[0]:
             continue
@@ -77,7 +83,7 @@ def fit(values: list[int], ivs: list[int], width: int = 8) -> tuple[str, int, in
         if all((a * xv + b - iv) & mask == 0 for xv, iv in zip(xs, ivs, strict=True)):
             return form, a, b
     raise Unsupported(
-        f"operand values {ivs} for V = {values} fit no a*f(V) + b (f: V, log2 V, V/2, V/4, V/8):"
+        f"operand values {ivs} for V = {values} fit no a*f(V) + b (f: V, log2 V, V/d for d <= 16):"
         " the compiler folded V into another function of it here (a remainder, a division by another"
         " number); keep this use of the constant in a variable"
     )

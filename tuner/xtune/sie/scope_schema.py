@@ -28,9 +28,13 @@ from xtune.config.validation import FieldError
 SCOPE_VERSION = 2  # 2: kernel update fields (register, probe, v0, pre_add) and exits
 
 TargetKind = Literal["register", "memory", "flags"]
-# IV = a*f(V) + b with f(V) = V (affine), log2(V) (V a power of two), or V/2, V/4, V/8 (C integer
-# division of a positive V, as in `N / 2` in the source).
-Form = Literal["affine", "log2", "div2", "div4", "div8"]
+# IV = a*f(V) + b with f(V) = V (affine), log2(V) (V a power of two), or V/d for d = 2..16 (C integer
+# division of a positive V, as in `N / 2` in the source); f64_div / f64_mul: a data word read as a
+# double, IV = the double nearest c / V or c * V, c the double whose IEEE bits are `a` (b = 0).
+Form = Literal[
+    "affine", "log2", "div2", "div3", "div4", "div5", "div6", "div7", "div8", "div9", "div10",
+    "div11", "div12", "div13", "div14", "div15", "div16", "f64_div", "f64_mul",
+]  # fmt: skip
 # single_write | inverse | dual_location: user-space trampolines, and the kernel's `set`
 # (reg = IV(V) before the probe); scale: reg = (reg + pre_add) * IV(V) / IV(V0) - pre_add before
 # the probe; cmp: for the probed compare only, reg is offset by IV(V0) - IV(V), then restored.

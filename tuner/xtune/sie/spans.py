@@ -11,8 +11,10 @@ from xtune.sie.disasm import Insn, family
 from xtune.sie.entries import Entries
 
 JMP_LEN = 5
-ARG_REGS = {"rdi", "rsi", "rdx", "rcx", "r8", "r9"}
-CALLER_SAVED = ARG_REGS | {"rax", "r10", "r11", "rflags"}
+# SysV: xmm0-7 pass floating-point arguments, and no xmm register survives a call.
+ARG_REGS = {"rdi", "rsi", "rdx", "rcx", "r8", "r9"} | {f"xmm{i}" for i in range(8)}
+CALLER_SAVED = ARG_REGS | {"rax", "r10", "r11", "rflags"} | {f"xmm{i}" for i in range(16)}
+RETURN_REGS = {"rax", "rdx", "xmm0", "xmm1"}
 PASSED = "the value is passed to a callee"
 STORED = "the value is stored to memory other than the stack"
 ESCAPES = (PASSED, STORED)  # the value outlives the span: an old value stays in use after a change
@@ -160,7 +162,7 @@ def _transfer(ins: Insn, taint: set[str]) -> tuple[set[str], str]:
             return set(), PASSED
         return taint - CALLER_SAVED, ""
     if ins.ci.group(cs.CS_GRP_RET):
-        return set(), "the value is returned to callers" if "rax" in taint else ""
+        return set(), "the value is returned to callers" if taint & RETURN_REGS else ""
     if ins.indirect and ins.is_jump:
         return set(), "an indirect jump follows"
     out = set(taint)

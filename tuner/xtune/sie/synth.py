@@ -54,7 +54,7 @@ def iv_code(lifted: Lifted) -> list[str]:
     if lifted.form == "log2":
         out.append(f"bsr {s}, {s}")
     elif lifted.form.startswith("div"):
-        out.append(f"shr {s}, {int(lifted.form[3:]).bit_length() - 1}")
+        out += _divide(s, int(lifted.form[3:]))
     if a in (1, 2, 4, 8) and fits(b):
         if a != 1 or b:
             out.append(f"lea {s}, [{s}*{a} + {b}]")
@@ -67,6 +67,22 @@ def iv_code(lifted: Lifted) -> list[str]:
     if not lifted.writes_flags and any(not line.startswith("lea") for line in out):
         out = ["pushfq", *out, "popfq"]
     return out
+
+
+# V / d for d not a power of two: V * m >> k, exact for 0 < V < DIV_EXACT_BELOW (analyze.py caps
+# the range there): with m = ceil(2^k / d) and e = m*d - 2^k, the error V*e / (d*2^k) stays below
+# 1/d while V*e < 2^k.
+DIV_EXACT_BELOW = 1 << 26
+
+
+def _divide(s: str, d: int) -> list[str]:
+    if d & (d - 1) == 0:
+        return [f"shr {s}, {d.bit_length() - 1}"]
+    k = 30 + d.bit_length() - 1
+    m = -(-(1 << k) // d)
+    if m >= 1 << 31 or (m * d - (1 << k)) * DIV_EXACT_BELOW >= 1 << k:
+        raise SynthError(f"no exact multiply-shift for V / {d}")
+    return [f"imul {s}, {s}, {m}", f"shr {s}, {k}"]
 
 
 def seed_piece(lifted: Lifted, ins: Insn) -> tuple[bytes, list[Reloc], str]:
