@@ -5,13 +5,16 @@ TCP code, found by their text in the prepared tree (host only, no guest)."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
+from xtune import paths
 from xtune.sie.kernel import analyze as kernel
 from xtune.sie.kernel import ctokens
 from xtune.sie.kernel.site import find_site, parse_site
 from xtune.sie.kernel.source import Define, KernelBuildError, KernelEnv, _with_value, build_unit
+from xtune.sie.scope import ScopeTable
 
 CODE = """static int f(struct s *ca)
 {
@@ -115,3 +118,34 @@ def test_site_builds_are_keyed_by_file_line_and_token(env: KernelEnv) -> None:
     out = build_unit(env, define, "net/ipv4/tcp_cubic.o", 3)
     assert out.name == f"net_ipv4_tcp_cubic.o.@net_ipv4_tcp_cubic.c:{line}:3=3.o"
     assert "ca->delay_min >> 3" in (env.source / "net/ipv4/tcp_cubic.c").read_text()  # restored
+
+
+def test_analyze_kernel_site_command(env: KernelEnv, tmp_path: Path) -> None:
+    """`xtune analyze --kernel-site NAME=FILE:LINE:TOKEN` prints the refusal and writes no spans
+    file; a site without a name, or a token not on its line, is an error naming it."""
+    xtune = str(paths.ROOT / ".venv/bin/xtune")
+    line = line_of(env, "net/ipv4/tcp_cubic.c", "ca->delay_min >> 3")
+    scope, spans = tmp_path / "scope.json", tmp_path / "spans.txt"
+    site = f"HYSTART_DELAY_MIN_SHIFT=net/ipv4/tcp_cubic.c:{line}:3"
+    run = subprocess.run(
+        [xtune, "analyze", "--kernel-site", site, "-o", str(scope), "--xsie", str(spans)],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "refused cubictcp_acked: +0x1de `shr eax, 3`: the constant is the shift count" in run.stdout
+    assert "no spans file written: HYSTART_DELAY_MIN_SHIFT: not tunable" in run.stderr
+    const = ScopeTable.from_json(scope.read_text()).const("HYSTART_DELAY_MIN_SHIFT")
+    assert (const.source.file, const.source.line, const.source.token) == ("net/ipv4/tcp_cubic.c", line, "3")
+    assert not spans.exists()
+    for bad, said in [
+        (f"net/ipv4/tcp_cubic.c:{line}:3", "expected NAME=FILE:LINE:TOKEN"),
+        (f"S=net/ipv4/tcp_cubic.c:{line}:4", f"net/ipv4/tcp_cubic.c:{line}: the token '4' occurs 0 times"),
+    ]:
+        run = subprocess.run(
+            [xtune, "analyze", "--kernel-site", bad, "-o", str(tmp_path / "bad.json")],
+            capture_output=True,
+            text=True,
+        )
+        assert run.returncode == 2 and said in run.stderr, run.stderr
+        assert not (tmp_path / "bad.json").exists()
