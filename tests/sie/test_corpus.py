@@ -79,14 +79,19 @@ def test_data_word_read_retuned(engine):
 
 
 def test_data_word_refused():
-    """A double that is no c / V nor c * V (1.0 / (K * K + 1)), a float, or an object file (its
-    readers are relocations) keep the constant refused, naming the data and why."""
+    """A double that is no c / V nor c * V (1.0 / (K * K + 1)), a float, a double in writable data
+    (the program may change it), or an object file (its readers are relocations) keep the constant
+    refused, naming the data and why."""
     for cc, opt in oracle.ALL_LEVELS:
-        for define, why in (("-DSQUARE", "neither c / V nor c * V"), ("-DSINGLE", "scalar double read")):
+        for define, section, why in (
+            ("-DSQUARE", ".rodata", "neither c / V nor c * V"),
+            ("-DSINGLE", ".rodata", "scalar double read"),
+            ("-DWRITABLE", ".data", "writable"),
+        ):
             const = analyze(data_words_spec(cc, f"{opt} {define}")).consts[0]
             assert not const.tunable, (cc, opt, define)
             assert any(
-                "also lives in data (.rodata)" in r.reason and why in r.detail for r in const.refusals
+                f"also lives in data ({section})" in r.reason and why in r.detail for r in const.refusals
             ), (
                 cc,
                 opt,

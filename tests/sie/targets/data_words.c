@@ -3,7 +3,8 @@
  * K folded into a .rodata double next to a compare with K in the code. Built as is, the double is
  * 1.0 / K and the program runs with the rounding mode set upward (the compiler folds 1.0 / K to
  * nearest, so must a retuned one). With -DSQUARE the double is 1.0 / (K * K + 1), no c / K nor
- * c * K; with -DSINGLE it is the float 1.0f / K. SIE retunes neither of those two.
+ * c * K; with -DSINGLE it is the float 1.0f / K; with -DWRITABLE it is a global the program could
+ * change (.data). SIE retunes none of those three.
  */
 #include <fenv.h>
 #include <stdio.h>
@@ -11,10 +12,16 @@
 
 #define K 64
 
+#if defined(WRITABLE)
+double scale = 1.0 / K;
+#endif
+
 __attribute__((noinline)) long compute(long n)
 {
 #if defined(SQUARE)
 	return n < K ? (long)(1e9 * n * (1.0 / (K * K + 1))) : -1;
+#elif defined(WRITABLE)
+	return n < K ? (long)(1e6 * n * scale) : -1;
 #elif defined(SINGLE)
 	return n < K ? (long)(1e6f * (float)n * (1.0f / K)) : -1;
 #else

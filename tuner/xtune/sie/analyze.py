@@ -173,7 +173,10 @@ def analyze_binaries(
         if any(sz != size for sz in sizes):
             const.refusals.append(
                 Refusal(
-                    obj, "the constant changes data layout", f"object {obj} has sizes {sizes} in the builds"
+                    obj,
+                    "the constant changes data layout: an object it sizes cannot be resized in a running"
+                    " process; size the object by a fixed maximum and bound its index by the constant",
+                    f"object {obj} has sizes {sizes} in the builds",
                 )
             )
     reads: list[DataRead] = []

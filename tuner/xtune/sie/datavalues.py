@@ -3,7 +3,9 @@ folds into `.rodata`: instead of the word (a data write is not scoped by spans),
 that reads it becomes a critical span whose trampoline computes the word from V' and runs the
 instruction on that value.
 
-A word is retuned only when every build (validation builds too) holds exactly f(V) for one f:
+A word is retuned only when it is read-only data (`.rodata*`, `.data.rel.ro`: the program cannot
+change it, so computing it from V' at each read is the word), every build (validation builds too)
+holds exactly f(V) for one f:
 the double nearest c / V or c · V (IEEE division and multiplication are correctly rounded, so the
 trampoline's divsd/mulsd under round-to-nearest gives the compiler's bits for any V), every
 instruction that addresses it is a scalar SSE read of the whole word (`movsd`, `mulsd`, ... xmm,
@@ -50,6 +52,11 @@ def data_words(codes: list[ElfCode], values: list[int], dd: DataDiff) -> list[Da
     """The words of `dd` the code can be retuned for, or Unsupported with the reason."""
     if not dd.vaddr:
         raise Unsupported("the section has no address (an object file): its readers are relocations")
+    if not dd.section.startswith((".rodata", ".data.rel.ro")):
+        raise Unsupported(
+            f"{dd.section} is writable: the program may change the word, which reads computing it from V"
+            " would miss (a `const` object lands in .rodata)"
+        )
     differing = {dd.vaddr + o for o in dd.offsets}
     listings: dict[str, list[list[Insn]]] = {}
     words: dict[int, DataWord] = {}
