@@ -48,6 +48,14 @@ def test_corpus_oracle(engine):
     assert expanded and all("imul" in s.update.text for s in expanded)
     # (signed char)(n + K): gcc's `add eax, -0x80` for V = 128 fits V, since only `al` is read after it.
     assert {c.verdict for c in cases if c.program == "char_width" and c.cc == "gcc"} == {"pass"}
+    # clang emits other code for (signed char)(n + 128): 128 is replaced by 96, the range stays below 128.
+    for c in cases:
+        if c.program == "char_width" and c.cc == "clang" and c.opt != "-O0":
+            assert c.verdict == "pass" and c.table.consts[0].max_value < 128, (c.name, c.detail)
+            assert any("K=128 gives code of another shape" in n for n in c.table.notes), c.table.notes
+    # clang's `used + 7 <= K` loop bound is K / 7 - 1, a multiply-shift in the trampoline.
+    budget = [c for c in passed if c.program == "budget" and c.cc == "clang" and c.opt != "-O0"]
+    assert len(budget) == 2 and all(s.state.form == "div7" for c in budget for s in c.table.consts[0].spans)
     inlined = [c for c in passed if c.program == "inlined_callers" and c.opt == "-O2"]
     assert all(len(c.table.consts[0].spans) >= 2 for c in inlined), "one span per inlined caller"
     # A switch compiled to a jump table: its targets resolved, the spans are jumps.

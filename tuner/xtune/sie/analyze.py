@@ -69,7 +69,9 @@ def analyze(spec: Spec) -> ScopeTable:
             paths, vals, spec.constant, src, spec.function_filter, spec.persistent, spec.library
         )
 
+    outputs, values, (lowest, highest), notes = _same_shape(spec, outputs)
     table = scope(outputs, values)
+    table.notes += notes
     const = table.consts[0]
     if not const.tunable:
         table.analysis_seconds = round(time.monotonic() - t0, 3)
@@ -121,8 +123,51 @@ def analyze(spec: Spec) -> ScopeTable:
         const.max_value = min(probe, _division_limit(const))
     else:
         table.notes.append(f"the spans hold for the values analyzed, not above {high}")
+    if const.min_value is not None and const.max_value is not None:
+        const.min_value, const.max_value = max(const.min_value, lowest), min(const.max_value, highest)
     table.analysis_seconds = round(time.monotonic() - t0, 3)
     return table
+
+
+SUBSTITUTES = 3  # values tried in place of one whose build has another code shape
+
+
+def _same_shape(spec: Spec, outputs: list[Path]) -> tuple[list[Path], list[int], tuple[int, int], list[str]]:
+    """Builds whose code has the original build's shape, with the range they bound.
+
+    A compiler may emit other code for one value (clang's `movsx; xor rax, -0x80` for
+    `(signed char)(n + 128)`, where other values give `add dil, K; movsx`). Such a value is
+    replaced by one halfway to the original, up to SUBSTITUTES times, and the range then stays on
+    the original's side of it: a retuned binary never runs a value whose rebuild is known to be
+    other code. When no substitute has the shape, the value stays, and the shape refusal with it."""
+    values, outputs = list(spec.values), list(outputs)
+    lowest, highest = -(2**63), 2**63 - 1
+    notes: list[str] = []
+    first = ElfCode(outputs[0])
+    for i in range(1, len(values)):
+        v, path, tried = values[i], outputs[i], []
+        while _shape_differs(first, ElfCode(path), spec.function_filter) and len(tried) < SUBSTITUTES:
+            tried.append(v)
+            v = (values[0] + v) // 2
+            if v in values or v in tried or v == values[0]:
+                break
+            path = build_one(spec, v)
+        if not tried or _shape_differs(first, ElfCode(path), spec.function_filter):
+            continue
+        if v > values[0]:
+            highest = min(highest, min(tried) - 1)
+        else:
+            lowest = max(lowest, max(tried) + 1)
+        notes.append(
+            f"{spec.constant}={', '.join(map(str, tried))} gives code of another shape: analyzed with"
+            f" {v} instead, and the range stays {'below' if v > values[0] else 'above'} {tried[-1]}"
+        )
+        values[i], outputs[i] = v, path
+    return outputs, values, (lowest, highest), notes
+
+
+def _shape_differs(a: ElfCode, b: ElfCode, only: str) -> bool:
+    return any(d.shape_error for d in diff_functions([a, b], only, regions=True))
 
 
 def _coprime_to(values: list[int]) -> int:
