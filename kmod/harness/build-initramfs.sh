@@ -32,6 +32,11 @@ cp "$build"/guest/{xsiectl,plugload,linesock} "$root/xsie/bin/"
 cp "$build/xsie.ko" "$build/xsie_testload.ko" "$root/xsie/modules/"
 cp "$KERNEL_MODULES/kernel/fs/configfs/configfs.ko" \
 	"$KERNEL_MODULES/kernel/drivers/block/null_blk/null_blk.ko" "$root/xsie/modules/"
+# scsi_debug (a SCSI disk with a per-device budget) and its dependencies, and BFQ: the blk-mq delays.
+for m in drivers/scsi/{scsi_common,scsi_mod,sd_mod,scsi_debug} crypto/{crct10dif_common,crct10dif_generic} \
+	lib/{crc-t10dif,crc64,crc64-rocksoft} crypto/crc64_rocksoft_generic block/{t10-pi,bfq}; do
+	cp "$KERNEL_MODULES/kernel/$m.ko" "$root/xsie/modules/"
+done
 cp "$spans" "$root/xsie/spans.txt"
 chmod +x "$root/init"
 (cd "$root" && find . | cpio -o -H newc --quiet) | gzip -1 >"$out.tmp"

@@ -1,7 +1,7 @@
 """Kernel SIE end to end: analysis of Debian's kernel units on the host, xsie.ko in a QEMU guest.
 
 One session fixture fetches Debian's current kernel packages (cached), builds xsie.ko and the guest
-tools against them, analyzes three perf-consts, boots the guest once with every guest test, and
+tools against them, analyzes seven perf-consts, boots the guest once with every guest test, and
 collects the XSIE-RESULT lines of the serial console. Each guest check is one test here.
 """
 
@@ -28,7 +28,11 @@ from xtune.sie.kernel.defines import find_define
 from xtune.sie.scope import ScopeError, ScopeTable, Update
 
 KMOD = paths.ROOT / "kmod"
-CONSTS = ["BLK_MAX_REQUEST_COUNT", "MAX_SOFTIRQ_RESTART", "SHRINK_BATCH"]
+CONSTS = [
+    "BLK_MAX_REQUEST_COUNT", "MAX_SOFTIRQ_RESTART", "SHRINK_BATCH",
+    # KernelX's other perf-consts (guest/tests/55-57).
+    "NR_MAX_BATCHED_MIGRATION", "BLK_MQ_RESOURCE_DELAY", "BLK_MQ_BUDGET_DELAY", "HYSTART_DELAY_MAX",
+]  # fmt: skip
 # BLK values: 2*V must stay below 128 or gcc switches to a 16-bit add (a different code shape).
 VALUES = {"BLK_MAX_REQUEST_COUNT": [32, 8, 48]}
 TESTLOAD_LIMITS = [100, 60, 150]
@@ -40,6 +44,13 @@ GUEST_CHECKS = [
     "cmp_int3", "cmp_disarmed",
     "softirq_baseline", "softirq_load", "softirq_v3", "softirq_v25", "softirq_disarmed",
     "shrink_baseline", "shrink_load", "shrink_v32", "shrink_v512", "shrink_disarmed",
+    "migrate_baseline", "migrate_load", "migrate_arm", "migrate_v8", "migrate_v3", "migrate_v16",
+    "migrate_applied", "migrate_disarmed", "migrate_text_restored",
+    "resource_baseline", "resource_load", "resource_arm", "resource_v1236", "resource_v2468",
+    "resource_applied", "resource_disarmed", "resource_text_restored",
+    "budget_baseline", "budget_load", "budget_arm", "budget_v1236", "budget_v2468", "budget_applied",
+    "budget_disarmed", "budget_text_restored",
+    "hystart_load", "hystart_arm", "hystart_sets", "hystart_disarmed", "hystart_text_restored",
     "bounds_zero_refused", "bounds_above_refused", "bounds_store_not_applied", "bounds_store_applied",
     "bounds_default_v0",
     "per_thread_refused", "global_cold_part", "global_conditional_exit_refused",
@@ -182,11 +193,21 @@ def test_analysis_spans(analysis: tuple[kernel.KernelAnalysis, Path]) -> None:
         ("handle_softirqs", "single_write", "r14")
     ]
     assert [s.function for s in table.const("SHRINK_BATCH").spans] == ["do_shrink_slab"]
+    kernelx = {c: [(s.function, s.update.kind) for s in table.const(c).spans] for c in CONSTS[3:]}
+    assert kernelx == {
+        "NR_MAX_BATCHED_MIGRATION": [("migrate_pages", "cmp")],
+        "BLK_MQ_RESOURCE_DELAY": [("blk_mq_dispatch_rq_list", "single_write")],
+        "BLK_MQ_BUDGET_DELAY": [
+            ("blk_mq_do_dispatch_sched", "single_write"),
+            ("blk_mq_do_dispatch_ctx", "single_write"),
+        ],
+        "HYSTART_DELAY_MAX": [("cubictcp_acked", "single_write")],
+    }
     assert all(not c.refusals for c in table.consts), [c.refusals for c in table.consts]
     text = spans.read_text()
     assert "span 2 set do_shrink_slab" in text
     assert "span 0 scale blk_add_rq_to_plug 0x2e 19c083e0e083c0406639c2 0x33 ax 32 1 0 32 64\n" in text
-    assert "span 3 cmp testload_over " in text
+    assert f"span {len(CONSTS)} cmp testload_over " in text
     # The running kernel is named by its vmlinux build id; every const has a range (V >= 1, and
     # BLK's scale span leaves 2*V in a 32-bit register).
     assert text.startswith(

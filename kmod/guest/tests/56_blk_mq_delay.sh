@@ -1,0 +1,82 @@
+# BLK_MQ_RESOURCE_DELAY and BLK_MQ_BUDGET_DELAY: the milliseconds after which blk-mq runs a hardware
+# queue again when a dispatch could not proceed; blk_mq_delay_run_hw_queue(s) arms the queue's
+# delayed work, so the timer_start event of delayed_work_timer_fn shows the delay in jiffies
+# (msecs_to_jiffies(V); HZ=250: the compiled 3 ms is 1 jiffy). Values with an unusual jiffy count
+# are set, and the check is that timers of exactly that delay (or one jiffy less: the event is
+# traced a tick later at most) appear under the load while armed, never unarmed.
+# - RESOURCE (blk_mq_dispatch_rq_list): the SCSI budget of a scsi_debug disk whose device queue
+#   depth is 1, no I/O scheduler, four O_DIRECT readers: a request left on the dispatch list finds
+#   no budget and the queue is run again after the delay.
+# - BUDGET (blk_mq_do_dispatch_sched; its second span, blk_mq_do_dispatch_ctx, needs a ctx that
+#   empties between its bitmap test and the dequeue: not driven here, only checked armed and
+#   restored): BFQ on a null_blk disk marked rotational, two O_DIRECT sequential readers: while BFQ
+#   idles on one reader's queue it has work but dispatches nothing, and blk-mq retries after the delay.
+. /xsie/lib.sh
+require_consts BLK_MQ_RESOURCE_DELAY BLK_MQ_BUDGET_DELAY
+ensure_xsie
+M=/xsie/modules
+readers() { # readers DEV N: N O_DIRECT readers of DEV in a loop until /tmp/readers.stop
+	rm -f /tmp/readers.stop
+	for r in $(seq "$2"); do
+		(while [ ! -e /tmp/readers.stop ]; do
+			dd if="$1" of=/dev/null bs=4k count=256 skip=$((r * 1024)) iflag=direct 2> /dev/null
+		done) &
+	done
+}
+stop_readers() { touch /tmp/readers.stop; wait; }
+delay_timers() { # delay_timers MS: delayed-work timers of msecs_to_jiffies(MS) (or a jiffy less) in 2 s
+	j=$((($1 * 250 + 999) / 1000))
+	echo > $TRACE/trace
+	echo 1 > $TRACE/events/timer/timer_start/enable
+	sleep 2
+	echo 0 > $TRACE/events/timer/timer_start/enable
+	grep -c "function=delayed_work_timer_fn .*timeout=\($j\|$((j - 1))\)\]" $TRACE/trace
+}
+delay_retune() { # delay_retune PREFIX CONST V1 V2: timers of V1, V2 only while armed at that value
+	prefix=$1 id=$(const_id "$2") v1=$3 v2=$4
+	b1=$(delay_timers "$v1")
+	check "${prefix}_baseline" "delay timers of $v1 ms unarmed: $b1 (expect 0)" [ "$b1" = 0 ]
+	out=$(load_const "$id") && pass "${prefix}_load" "$out" || fail "${prefix}_load" "$out"
+	$XSIECTL set "$id" "$v1"
+	out=$($XSIECTL arm "$id" immediate) && pass "${prefix}_arm" "$out" || fail "${prefix}_arm" "$out"
+	n1=$(delay_timers "$v1")
+	check "${prefix}_v$v1" "delay timers of $v1 ms with V=$v1: $n1 (expect > 0)" [ "$n1" -gt 0 ]
+	$XSIECTL set "$id" "$v2"
+	n2=$(delay_timers "$v2") o1=$(delay_timers "$v1")
+	check "${prefix}_v$v2" "delay timers with V=$v2: $n2 of $v2 ms (expect > 0), $o1 of $v1 ms (expect 0)" \
+		[ "$n2" -gt 0 -a "$o1" = 0 ]
+	st=$($XSIECTL status "$id")
+	echo "$st"
+	check "${prefix}_applied" "probe ran the update: $st" [ "$(echo "$st" | field applied)" -gt 0 ]
+	$XSIECTL disarm "$id"
+	back=$(delay_timers "$v2")
+	check "${prefix}_disarmed" "delay timers of $v2 ms after disarm: $back (expect 0)" [ "$back" = 0 ]
+	$XSIECTL unload "$id"
+	# The spans' bytes are checked again on load: this passes only if the text is byte-exact.
+	out=$(load_const "$id") && pass "${prefix}_text_restored" "$out" || fail "${prefix}_text_restored" "$out"
+	$XSIECTL unload "$id"
+}
+
+for m in scsi_common scsi_mod crct10dif_common crct10dif_generic crc-t10dif crc64 crc64_rocksoft_generic \
+	crc64-rocksoft t10-pi sd_mod; do
+	grep -q "^$(echo $m | tr - _) " /proc/modules || insmod $M/$m.ko
+done
+insmod $M/scsi_debug.ko dev_size_mb=16 delay=1
+for i in $(seq 50); do [ -e /sys/block/sda/device/queue_depth ] && break; sleep 0.1; done
+if echo 1 > /sys/block/sda/device/queue_depth && echo none > /sys/block/sda/queue/scheduler; then
+	readers /dev/sda 4
+	delay_retune resource BLK_MQ_RESOURCE_DELAY 1236 2468
+	stop_readers
+else
+	fail resource_setup "scsi_debug's disk sda did not appear with a settable queue depth"
+fi
+
+nullb_setup || { fail budget_setup "null_blk did not load"; exit 0; }
+insmod $M/bfq.ko
+echo bfq > /sys/block/nullb0/queue/scheduler
+echo 1 > /sys/block/nullb0/queue/rotational
+readers /dev/nullb0 2
+delay_retune budget BLK_MQ_BUDGET_DELAY 1236 2468
+stop_readers
+echo mq-deadline > /sys/block/nullb0/queue/scheduler
+echo 0 > /sys/block/nullb0/queue/rotational
