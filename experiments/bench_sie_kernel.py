@@ -1,7 +1,8 @@
 """Kernel SIE benchmark: analysis time per perf-const (host), and inside a QEMU guest running Debian's
 kernel under TCG: policy load time, transition time per mode, later changes (flips) under load,
 and the cost per critical-span hit
-armed against unarmed in the same run. Writes experiments/results/sie_kernel.json.
+armed against unarmed in the same run; and for each of KernelX's other perf-consts the outcome of
+its guest test (spans, armed, effect seen, unload byte-exact). Writes experiments/results/sie_kernel.json.
 
     .venv/bin/python experiments/bench_sie_kernel.py
 """
@@ -9,15 +10,43 @@ armed against unarmed in the same run. Writes experiments/results/sie_kernel.jso
 from __future__ import annotations
 
 import json
+import re
 import time
 
 from resultfile import write_result
+from xtune import paths
 from xtune.sie.kernel import analyze as kernel
 from xtune.sie.kernel import source as kernel_build
 from xtune.testing import kernel_guest
 
 CONSTS = ["BLK_MAX_REQUEST_COUNT", "MAX_SOFTIRQ_RESTART", "SHRINK_BATCH"]
 VALUES = kernel_guest.VALUES
+# KernelX's other perf-consts: the prefix of their guest checks (kmod/guest/tests/55-57) and the
+# effect each test checks, or why it checks none.
+KERNELX = {
+    "NR_MAX_BATCHED_MIGRATION": (
+        "migrate",
+        "migrate_pages_batch calls per migrate_pages call of a compaction",
+    ),
+    "BLK_MQ_RESOURCE_DELAY": (
+        "resource",
+        "jiffies of the hw queue's delayed-work timer (scsi_debug, depth 1)",
+    ),
+    "BLK_MQ_BUDGET_DELAY": (
+        "budget",
+        "jiffies of the hw queue's delayed-work timer (BFQ idling on null_blk)",
+    ),
+    "HYSTART_DELAY_MAX": ("hystart", None),
+}
+NO_EFFECT = {
+    "HYSTART_DELAY_MAX": "not observed: over loopback the span is rarely reached and the guest has no delay "
+    "line (busybox tc lacks netem); armed, set under load and unloaded only",
+}
+# Literals (xtune analyze --kernel-site) of the kernel these figures are for (kmod/harness/kernel.pin).
+KERNELX_SITES = {
+    "HYSTART_DELAY_MIN_SHIFT": "net/ipv4/tcp_cubic.c:439:3",
+    "RACK_REO_WND_SHIFT": "net/ipv4/tcp_recovery.c:28:2",
+}
 
 
 def analysis_times() -> tuple[kernel.KernelAnalysis, dict[str, float]]:
@@ -34,9 +63,44 @@ def guest_metrics() -> dict[str, int]:
     return kernel_guest.run_script("bench/sie_bench", CONSTS)[1]
 
 
+def kernelx_outcomes() -> dict[str, dict]:
+    """Each KernelX perf-const analyzed from scratch, then one guest running their tests."""
+    out: dict[str, dict] = {}
+    for name, site in [*((n, "") for n in KERNELX), *KERNELX_SITES.items()]:
+        t0 = time.monotonic()
+        result = kernel.analyze([] if site else [name], {}, fresh=True, sites={name: site} if site else None)
+        const = result.table.const(name)
+        out[name] = {
+            "site": site or "#define",
+            "analysis_seconds": round(time.monotonic() - t0, 2),
+            "spans": [f"{s.function}+{s.start:#x} {s.update.kind}" for s in const.spans],
+            "refusals": [f"{r.function}: {r.reason}" for r in const.refusals],
+        }
+    tests = [
+        paths.ROOT / "kmod/guest/tests" / t for t in ("55_migrate.sh", "56_blk_mq_delay.sh", "57_hystart.sh")
+    ]
+    console, _ = kernel_guest.run_script("bench/kernelx_consts", list(KERNELX), tests)
+    results = dict(re.findall(r"^XSIE-RESULT (\S+) (PASS|FAIL)", console, re.M))
+    for name, (prefix, effect) in KERNELX.items():
+        mine = {k: v for k, v in results.items() if k.startswith(prefix + "_")}
+        values = [k for k in mine if re.fullmatch(rf"{prefix}_v\d+", k)]
+        out[name].update(
+            armed=mine.get(f"{prefix}_arm") == "PASS",
+            effect=effect or NO_EFFECT[name],
+            effect_seen=bool(values) and all(mine[k] == "PASS" for k in values) if effect else None,
+            values_checked=sorted(int(k.rsplit("_v", 1)[1]) for k in values),
+            unload_byte_exact=mine.get(f"{prefix}_text_restored") == "PASS",
+            checks_failed=sorted(k for k, v in mine.items() if v != "PASS"),
+        )
+    for name in KERNELX_SITES:
+        out[name].update(armed=False, effect_seen=None, unload_byte_exact=None)
+    return out
+
+
 def main() -> None:
     result, seconds = analysis_times()
     m = guest_metrics()
+    kernelx = kernelx_outcomes()
     env = kernel_build.KernelEnv.fetch()
     per_hit = {}
     for probe, spans in (
@@ -82,6 +146,9 @@ def main() -> None:
             "(the counting probes stay placed from arm to disarm)",
         },
         "per_hit": per_hit,
+        "kernelx_consts": kernelx,
+        "kernelx_note": "effect_seen: every value the guest test set was checked against its measure "
+        "(null: no effect check); unload_byte_exact: the spans' bytes verify again after unload",
         "per_hit_note": "armed runs start after the kprobe optimizer has run; under TCG on a shared host "
         "differences of a few percent are noise (a negative extra_ns_per_hit means no measurable cost)",
         "command": "make build && .venv/bin/python experiments/bench_sie_kernel.py",
