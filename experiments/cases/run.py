@@ -35,6 +35,32 @@ from cases.profiles import Contender, from_slo_file, in_namespace, is_sysfs, key
 from cases.servers import SERVERS
 
 
+# How long `xtune run` gets after SIGTERM to stop its workload, put its knobs back and remove what
+# it made, before it is killed.
+UNWIND_S = 60.0
+
+
+def run_unwinding(cmd: list[str], log_file: Path, grace_s: float = UNWIND_S) -> int:
+    """Run `cmd` to its end, its output (stdout and stderr) into `log_file`; its exit code.
+
+    If the caller is interrupted meanwhile (Ctrl-C, or SIGTERM turned into SystemExit), the command
+    gets SIGTERM and `grace_s` to unwind before SIGKILL: subprocess.run would kill it at once and
+    orphan its workload and namespaces. It runs in a session of its own, so a Ctrl-C at the terminal
+    reaches only the caller and the command hears one signal, not a SIGINT cut short by a SIGTERM."""
+    with log_file.open("w") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            return proc.wait()
+        except BaseException:
+            proc.terminate()
+            try:
+                proc.wait(grace_s)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            raise
+
+
 def tune_bo(
     case: Case, variables: dict[str, str], xrtd_socket: str, work: Path, log: Callable[[str], None]
 ) -> dict:
@@ -44,10 +70,11 @@ def tune_bo(
     cmd += ["--xrtd-socket", xrtd_socket, "--metrics-addr", f"127.0.0.1:{free_port()}"]
     for k, v in variables.items():
         cmd += ["--var", f"{k}={v}"]
-    out = subprocess.run(cmd, capture_output=True, text=True)
-    (work / "bo.log").write_text(out.stdout + out.stderr)
-    if out.returncode != 0:
-        raise RuntimeError(f"xtune run {case.bo_file.name} exited {out.returncode}: {out.stderr[-800:]}")
+    log_file = work / "bo.log"
+    code = run_unwinding(cmd, log_file)
+    if code != 0:
+        tail = log_file.read_text(errors="replace")[-800:]
+        raise RuntimeError(f"xtune run {case.bo_file.name} exited {code}: {tail}")
     store = Store(db)
     exp = store.experiments(load(case.bo_file, variables).name)[-1]
     trials = store.trials(exp.id)
