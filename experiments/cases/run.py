@@ -34,7 +34,6 @@ from cases.paired import compare
 from cases.profiles import Contender, from_slo_file, in_namespace, is_sysfs, key_of, limit
 from cases.servers import SERVERS
 
-
 # How long `xtune run` gets after SIGTERM to stop its workload, put its knobs back and remove what
 # it made, before it is killed.
 UNWIND_S = 60.0
