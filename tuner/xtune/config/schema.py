@@ -114,6 +114,8 @@ class Policy(Strict):
     init_trials: int = Field(default=4, ge=1)
     window_ms: int = Field(default=500, ge=1, le=60000)
     settle_ms: int = Field(default=1000, ge=0, le=600000)
+    # Windows measured per trial (and for the best values measured again); with a `benchmark`,
+    # each window is one run of it: the benchmark runs per trial.
     windows: int = Field(default=4, ge=1, le=1000)
     baseline_windows: int = Field(default=6, ge=2, le=1000)
     patience: int | None = Field(default=None, ge=1)

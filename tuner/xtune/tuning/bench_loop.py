@@ -3,8 +3,12 @@
 The trial path is `loop.Runner`'s (baseline, apply through xrtd, settle, measure with the guard,
 the best values measured again, restore on exit); only where windows come from differs: the
 benchmark's command is run and its output parsed (`xtune.tuning.benchmark`) instead of observer frames
-folded. A run whose metric is missing fails its trial (stored as `failed`, not shown to the
-optimizer as a number); in the baseline it stops the run with the reason.
+folded. A trial is `policy.windows` runs, each stored as a measurement of the trial; its
+objective is their mean, and the standard error of that mean is the noise the optimizer is told
+(the mean, not the median: the error of a mean of a few runs is known, the median's of two or three
+is not, and the guard judges each run on its own, so an outlier run is caught there). A run whose
+metric is missing fails its trial (stored as `failed`, not shown to the optimizer as a number), the
+runs before it stored; in the baseline it stops the run with the reason.
 """
 
 from __future__ import annotations
