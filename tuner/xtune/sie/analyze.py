@@ -145,7 +145,8 @@ def _same_shape(spec: Spec, outputs: list[Path]) -> tuple[list[Path], list[int],
     notes: list[str] = []
     first = ElfCode(outputs[0])
     for i in range(1, len(values)):
-        v, path, tried = values[i], outputs[i], []
+        v, path = values[i], outputs[i]
+        tried: list[int] = []
         while _shape_differs(first, ElfCode(path), spec.function_filter) and len(tried) < SUBSTITUTES:
             tried.append(v)
             v = (values[0] + v) // 2

@@ -3,14 +3,17 @@ folds into `.rodata`: instead of the word (a data write is not scoped by spans),
 that reads it becomes a critical span whose trampoline computes the word from V' and runs the
 instruction on that value.
 
-A word is retuned only when it is read-only data (`.rodata*`, `.data.rel.ro`: the program cannot
-change it, so computing it from V' at each read is the word), every build (validation builds too)
-holds exactly f(V) for one f:
-the double nearest c / V or c · V (IEEE division and multiplication are correctly rounded, so the
-trampoline's divsd/mulsd under round-to-nearest gives the compiler's bits for any V), every
-instruction that addresses it is a scalar SSE read of the whole word (`movsd`, `mulsd`, ... xmm,
-qword ptr [rip + X]) at the same place in every build, and every differing byte lies in such a
-word. Anything else is refused with the reason."""
+A word is retuned only when
+- it is read-only data (`.rodata*`, `.data.rel.ro`: the program cannot change it, so computing
+  it from V' at each read is the word);
+- every build (validation builds too) holds exactly the double nearest c / V or c · V, one c
+  for all (IEEE division and multiplication are correctly rounded, so the trampoline's
+  divsd/mulsd under round-to-nearest gives the compiler's bits for any V);
+- every instruction that addresses it is a scalar SSE read of the whole word (`movsd`,
+  `mulsd`, ... xmm, qword ptr [rip + X]) at the same place in every build, and no pointer can
+  reach it (`lea` or an indexed operand in the code, a pointer stored in data);
+- every differing byte lies in such a word.
+Anything else is refused with the reason."""
 
 from __future__ import annotations
 
@@ -58,15 +61,23 @@ def data_words(codes: list[ElfCode], values: list[int], dd: DataDiff) -> list[Da
             " would miss (a `const` object lands in .rodata)"
         )
     differing = {dd.vaddr + o for o in dd.offsets}
+    section = (dd.vaddr, dd.vaddr + len(codes[0].data_sections[dd.section].data))
     listings: dict[str, list[list[Insn]]] = {}
     words: dict[int, DataWord] = {}
     for name, fn in codes[0].functions.items():
         first = disassemble(codes[0], fn)
         for ins in first:
+            where = f"{name}+{ins.off:#x} (`{ins.mnemonic} {ins.op_str}`)"
+            pointer = _pointer(ins)
+            if pointer is not None and section[0] <= pointer <= section[1]:
+                lo, hi = _reach(codes[0], pointer, section[1])
+                if any(lo <= a < hi for a in differing):
+                    raise Unsupported(
+                        f"{where} takes an address from which a pointer or index may read the word"
+                    )
             hit = _addressed(ins)
             if hit is None or not any(hit[0] <= a < hit[0] + hit[1] for a in differing):
                 continue
-            where = f"{name}+{ins.off:#x} (`{ins.mnemonic} {ins.op_str}`)"
             if not _scalar_read(ins) or hit[1] != 8:
                 raise Unsupported(f"{where} uses it otherwise than as a scalar double read of the word")
             if name not in listings:
@@ -74,6 +85,12 @@ def data_words(codes: list[ElfCode], values: list[int], dd: DataDiff) -> list[Da
             read = _fit(listings[name], ins.index, values, codes, where)
             read.function = name
             words.setdefault(hit[0], DataWord(dd.section, hit[0], [])).reads.append(read)
+    for ds in codes[0].data_sections.values():  # pointers in data (relocated ones hold their value too)
+        for off in range(0, len(ds.data) - 7, 8):
+            value = int.from_bytes(ds.data[off : off + 8], "little")
+            lo, hi = _reach(codes[0], value, section[1]) if section[0] <= value <= section[1] else (0, 0)
+            if any(lo <= a < hi for a in differing):
+                raise Unsupported(f"{ds.name}+{off:#x} holds a pointer from which the word may be read")
     uncovered = sorted(a for a in differing if not any(w <= a < w + 8 for w in words))
     if uncovered:
         raise Unsupported(f"no instruction reads the differing byte at {uncovered[0]:#x} as a double")
@@ -92,6 +109,36 @@ def _addressed(ins: Insn) -> tuple[int, int] | None:
         if not m.base and not m.index:
             return m.disp, op.size
     return None
+
+
+def _pointer(ins: Insn) -> int | None:
+    """An address the instruction makes into data without reading it whole from there: `lea` of
+    a rip-relative or absolute operand, or an operand indexed from such an address."""
+    ci = ins.ci
+    for op in ci.operands:
+        if op.type != x.X86_OP_MEM:
+            continue
+        m = op.mem
+        base = ci.address + ci.size if m.base == x.X86_REG_RIP else 0 if not m.base else None
+        if base is not None and (ins.mnemonic == "lea" or m.index):
+            return base + m.disp
+    return None
+
+
+def _reach(code: ElfCode, pointer: int, section_end: int) -> tuple[int, int]:
+    """The bytes code may read through `pointer`: its object (a sized symbol, one past its end
+    included), a string literal up to its NUL, else everything after it in the section."""
+    sym = code.symbol_at(pointer)
+    if sym:
+        return sym[0], sym[0] + sym[1] + 1
+    for ds in code.data_sections.values():
+        rel = pointer - ds.vaddr
+        if ds.vaddr and 0 <= rel < len(ds.data):
+            end = ds.data.find(b"\0", rel)
+            text = ds.data[rel:end] if end >= 0 else b""
+            if text and all(32 <= c < 127 or c in b"\t\n\r" for c in text):
+                return pointer, pointer + len(text) + 1
+    return pointer, section_end
 
 
 def _scalar_read(ins: Insn) -> bool:

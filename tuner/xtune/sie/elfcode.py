@@ -98,14 +98,17 @@ class ElfCode:
             key = sym.name if sym.name not in self.functions else f"{sym.name}@{sym['st_value']:x}"
             self.functions[key] = Function(key, sec.name, sym["st_value"], data, fn_relocs)
 
+    def symbol_at(self, addr: int) -> tuple[int, int, str] | None:
+        """(start, size, name) of the sized symbol holding `addr`."""
+        i = bisect.bisect_right(self._starts, addr) - 1
+        if i >= 0 and addr < self._symbols[i][0] + self._symbols[i][1]:
+            return self._symbols[i]
+        return None
+
     def symbolize(self, addr: int) -> str:
         """`name+off` for an address inside a sized symbol, else the raw address."""
-        i = bisect.bisect_right(self._starts, addr) - 1
-        if i >= 0:
-            start, size, name = self._symbols[i]
-            if addr < start + size:
-                return f"{name}+{addr - start}"
-        return f"{addr:#x}"
+        sym = self.symbol_at(addr)
+        return f"{sym[2]}+{addr - sym[0]}" if sym else f"{addr:#x}"
 
 
 def _data_sections(elf: ELFFile) -> dict[str, DataSection]:
