@@ -140,6 +140,8 @@ def test_functions_filter_lists_the_others():
     c = oracle.run_case(oracle.case("cmp_lt", "gcc", "-O2", functions="^main$"))
     assert c.verdict == "refused"
     assert c.detail[0].startswith("compute: the code depends on the constant outside the `functions` filter")
+    recip = analyze(oracle.case("rodata_recip", "gcc", "-O2", functions="^main$").spec).consts[0]
+    assert any("data word is read outside the `functions` filter" in r.reason for r in recip.refusals)
 
 
 def test_divisibility_found_by_a_coprime_build(engine):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import time
 from pathlib import Path
 
@@ -241,6 +242,14 @@ def analyze_binaries(
     for d in diff_functions(codes, only, regions=True):
         _function(d, codes[0], values, const, persistent)
     for r in reads:
+        if only and not re.search(only, r.function):
+            const.refusals.append(
+                Refusal(
+                    r.function,
+                    "the constant's data word is read outside the `functions` filter: widen the filter to it",
+                )
+            )
+            continue
         _data_read(r, codes[0], const, persistent)
     if not const.spans and not const.refusals:
         const.refusals.append(Refusal("", "no function's code depends on the constant in these builds"))
