@@ -21,12 +21,18 @@
 struct xsie_const;
 struct xsie_safe;
 
+/* The ModRM reg field of `shl|shr|sar $imm8, reg` (C0/C1), as XSIE_UPD_SHIFT spans decode it. */
+#define XSIE_SHIFT_SHL 4
+#define XSIE_SHIFT_SHR 5
+#define XSIE_SHIFT_SAR 7
+
 /* One critical span: a probe before the instruction that consumes the constant's state. */
 struct xsie_span {
 	struct kprobe kp;
 	struct xsie_const *c;
 	struct xsie_span_desc d;
 	unsigned long func_addr;
+	u8 shift_op; /* XSIE_UPD_SHIFT: XSIE_SHIFT_SHL, _SHR or _SAR (decoded from the bytes) */
 };
 
 /* A probe at a safe span's entry or exit (global transitions and value flips). */

@@ -56,6 +56,8 @@ static unsigned long *xsie_reg(struct pt_regs *regs, u32 reg)
 static s64 xsie_reg_get(unsigned long *r, u32 width)
 {
 	switch (width) {
+	case 8:
+		return (s8)*r;
 	case 16:
 		return (s16)*r;
 	case 32:
@@ -65,10 +67,13 @@ static s64 xsie_reg_get(unsigned long *r, u32 width)
 	}
 }
 
-/* Writes keep the architectural rules: a 32-bit write zero-extends, a 16-bit one merges. */
+/* Writes keep the architectural rules: a 32-bit write zero-extends, 8- and 16-bit ones merge. */
 static void xsie_reg_set(unsigned long *r, u32 width, s64 v)
 {
 	switch (width) {
+	case 8:
+		*r = (*r & ~0xffUL) | (u8)v;
+		break;
 	case 16:
 		*r = (*r & ~0xffffUL) | (u16)v;
 		break;
@@ -106,6 +111,24 @@ static void xsie_cmp_flags(struct pt_regs *regs, u64 reg, s64 iv, u32 width)
 	if ((x ^ y) & (x ^ r) & sign)
 		f |= X86_EFLAGS_OF;
 	regs->flags = f;
+}
+
+/*
+ * SHIFT spans: `shl|shr|sar $IV(V0), reg` is emulated with the count IV(V), in [0, width - 1]
+ * (the range guarantees it), at the operand width: shr brings in zeros, sar copies the sign bit.
+ */
+static s64 xsie_shift(u8 op, s64 x, s64 count, u32 width)
+{
+	u64 mask = width == 64 ? ~0ULL : (1ULL << width) - 1;
+
+	switch (op) {
+	case XSIE_SHIFT_SHL:
+		return (s64)(((u64)x << count) & mask);
+	case XSIE_SHIFT_SHR:
+		return (s64)(((u64)x & mask) >> count);
+	default:
+		return x >> count; /* x sign-extended from width bits (xsie_reg_get) */
+	}
 }
 
 static int xsie_span_pre(struct kprobe *p, struct pt_regs *regs)
@@ -151,16 +174,71 @@ static int xsie_span_pre(struct kprobe *p, struct pt_regs *regs)
 		/* The bytes of a cmp span are the compare itself: resume after them. */
 		instruction_pointer_set(regs, s->func_addr + d->check_offset + d->nbytes);
 		return 1; /* no single-step: the compare was emulated */
+	case XSIE_UPD_SHIFT:
+		xsie_reg_set(r, d->width,
+			     xsie_shift(s->shift_op, xsie_reg_get(r, d->width), iv, d->width));
+		instruction_pointer_set(regs, s->func_addr + d->check_offset + d->nbytes);
+		return 1; /* the shift was emulated */
 	}
 	return 0;
 }
 
 /*
- * Never runs for an applied compare (the pre-handler skips it); its presence keeps kprobes from
- * jump-optimizing a cmp probe, whose handler must be able to move the instruction pointer.
+ * Never runs for an applied compare or shift (the pre-handler skips it); its presence keeps
+ * kprobes from jump-optimizing such a probe, whose handler must be able to move the instruction
+ * pointer.
  */
 static void xsie_span_post(struct kprobe *p, struct pt_regs *regs, unsigned long flags)
 {
+}
+
+/* x86 register numbers (ModRM rm + REX.B) as enum xsie_reg; rsp (4) has none. */
+static const s8 xsie_x86_reg[16] = {
+	XSIE_REG_AX,  XSIE_REG_CX,  XSIE_REG_DX,  XSIE_REG_BX,	-1,	      XSIE_REG_BP,
+	XSIE_REG_SI,  XSIE_REG_DI,  XSIE_REG_R8,  XSIE_REG_R9,	XSIE_REG_R10, XSIE_REG_R11,
+	XSIE_REG_R12, XSIE_REG_R13, XSIE_REG_R14, XSIE_REG_R15,
+};
+
+/*
+ * A SHIFT span's bytes must be exactly one `shl|shr|sar $imm8, reg` (C0/C1 /4 /5 /7 ib, or the
+ * D0/D1 form with a count of 1) of the span's register and width whose count is IV(V0): the
+ * module then knows which shift it emulates without trusting the spans file for it.
+ */
+static int xsie_shift_decode(struct xsie_span *s)
+{
+	const struct xsie_span_desc *d = &s->d;
+	const u8 *b = d->bytes;
+	u32 i = 0, width, n, rm;
+	u8 rex = 0, op, modrm;
+	s64 count;
+
+	if (b[i] == 0x66)
+		i++;
+	if ((b[i] & 0xf0) == 0x40)
+		rex = b[i++];
+	if (i + 2 > d->nbytes)
+		return -EINVAL;
+	op = b[i];
+	modrm = b[i + 1];
+	if ((op & 0xfe) != 0xc0 && (op & 0xfe) != 0xd0)
+		return -EINVAL;
+	n = i + ((op & 0xf0) == 0xc0 ? 3 : 2);
+	count = (op & 0xf0) == 0xc0 ? b[i + 2] : 1;
+	s->shift_op = (modrm >> 3) & 7;
+	rm = (modrm & 7) | (rex & 1) << 3;
+	width = !(op & 1) ? 8 : (rex & 8) ? 64 : i && b[0] == 0x66 ? 16 : 32;
+	if (n != d->nbytes || modrm >> 6 != 3 ||
+	    (s->shift_op != XSIE_SHIFT_SHL && s->shift_op != XSIE_SHIFT_SHR &&
+	     s->shift_op != XSIE_SHIFT_SAR) ||
+	    (width == 8 && !rex && rm >= 4) /* ah..bh */ || xsie_x86_reg[rm] != (s8)d->reg ||
+	    width != d->width || count != d->a * d->v0 + d->b) {
+		pr_warn("span refused: %s+%#x (%*phN) is not a shift of %u bits by %lld of the "
+			"span's register\n",
+			d->func, d->check_offset, d->nbytes, d->bytes, d->width,
+			d->a * d->v0 + d->b);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 /**
@@ -169,8 +247,8 @@ static void xsie_span_post(struct kprobe *p, struct pt_regs *regs, unsigned long
  * @d: the span as the scope table describes it
  *
  * Return: 0, -ENOENT (no such function), -ERANGE (span or probe outside the function),
- * -EILSEQ (the live bytes differ: another build, or text already patched), -EINVAL (bad field),
- * -ENOSPC (too many spans).
+ * -EILSEQ (the live bytes differ: another build, or text already patched), -EINVAL (bad field,
+ * or a shift span that is not one shift), -ENOSPC (too many spans).
  */
 int xsie_span_load(struct xsie_const *c, const struct xsie_span_desc *d)
 {
@@ -181,14 +259,16 @@ int xsie_span_load(struct xsie_const *c, const struct xsie_span_desc *d)
 
 	if (c->nspans >= XSIE_MAX_SPANS)
 		return -ENOSPC;
-	if (d->update < XSIE_UPD_SET || d->update > XSIE_UPD_CMP || d->reg >= XSIE_REG_COUNT ||
-	    (d->width != 16 && d->width != 32 && d->width != 64) || !d->nbytes ||
-	    d->nbytes > XSIE_MAX_BYTES)
+	if (d->update < XSIE_UPD_SET || d->update > XSIE_UPD_SHIFT || d->reg >= XSIE_REG_COUNT ||
+	    (d->width != 16 && d->width != 32 && d->width != 64 &&
+	     (d->width != 8 || d->update != XSIE_UPD_SHIFT)) ||
+	    !d->nbytes || d->nbytes > XSIE_MAX_BYTES)
 		return -EINVAL;
 	if (d->update == XSIE_UPD_SCALE && d->a * d->v0 + d->b == 0)
 		return -EINVAL;
-	if (d->update == XSIE_UPD_CMP && d->probe_offset != d->check_offset)
-		return -EINVAL; /* the bytes of a cmp span are the compare it emulates */
+	if ((d->update == XSIE_UPD_CMP || d->update == XSIE_UPD_SHIFT) &&
+	    d->probe_offset != d->check_offset)
+		return -EINVAL; /* the bytes of these spans are the instruction emulated */
 	if (strnlen(d->func, XSIE_SYM_LEN) == XSIE_SYM_LEN)
 		return -EINVAL;
 	ret = xsie_func_bounds(d->func, &start, &size);
@@ -210,21 +290,32 @@ int xsie_span_load(struct xsie_const *c, const struct xsie_span_desc *d)
 			d->func, d->check_offset, d->nbytes, live);
 		return -EILSEQ;
 	}
-	s = &c->spans[c->nspans++];
+	s = &c->spans[c->nspans];
 	memset(s, 0, sizeof(*s));
 	s->c = c;
 	s->d = *d;
 	s->func_addr = start;
+	if (d->update == XSIE_UPD_SHIFT) {
+		ret = xsie_shift_decode(s);
+		if (ret)
+			return ret;
+	}
+	c->nspans++;
 	return 0;
 }
 
-/* Whether IV = a*v + b fits a signed register of @width bits (no overflow on the way). */
+/*
+ * Whether IV = a*v + b fits a signed register of @width bits (no overflow on the way); for a
+ * shift, whether the count is in [0, width - 1] (C leaves larger counts undefined, x86 masks them).
+ */
 static bool xsie_iv_fits(const struct xsie_span_desc *d, s64 v)
 {
 	s64 lim = d->width == 64 ? S64_MAX : (1LL << (d->width - 1)) - 1, iv;
 
 	if (check_mul_overflow(d->a, v, &iv) || check_add_overflow(iv, d->b, &iv))
 		return false;
+	if (d->update == XSIE_UPD_SHIFT)
+		return iv >= 0 && iv < d->width;
 	return iv >= -lim - 1 && iv <= lim;
 }
 
@@ -263,8 +354,8 @@ int xsie_range_load(struct xsie_const *c, const struct xsie_range *r)
 		const struct xsie_span_desc *d = &c->spans[i].d;
 
 		if (!xsie_iv_fits(d, r->min) || !xsie_iv_fits(d, r->max)) {
-			pr_warn("range refused: const %u: %lld*V%+lld overflows %u bits in [%lld, "
-				"%lld] (%s+%#x)\n",
+			pr_warn("range refused: const %u: %lld*V%+lld overflows %u bits (a shift "
+				"count: leaves [0, width - 1]) in [%lld, %lld] (%s+%#x)\n",
 				c->id, d->a, d->b, d->width, r->min, r->max, d->func,
 				d->probe_offset);
 			return -ERANGE;
@@ -360,7 +451,7 @@ int xsie_spans_register(struct xsie_const *c)
 		memset(&s->kp, 0, sizeof(s->kp));
 		s->kp.addr = (kprobe_opcode_t *)(s->func_addr + s->d.probe_offset);
 		s->kp.pre_handler = xsie_span_pre;
-		if (s->d.update == XSIE_UPD_CMP)
+		if (s->d.update == XSIE_UPD_CMP || s->d.update == XSIE_UPD_SHIFT)
 			s->kp.post_handler = xsie_span_post;
 		ret = register_kprobe(&s->kp);
 		if (ret) {

@@ -46,6 +46,10 @@ enum xsie_update {
 			     * `add $pre_add` runs before it (and can be jump-optimized) */
 	XSIE_UPD_CMP = 3,   /* the span is one `cmp $IV(V0), reg`: it is emulated with IV(V)
 			     * (EFLAGS computed, execution resumes after it) */
+	XSIE_UPD_SHIFT = 4, /* the span is one `shl|shr|sar $IV(V0), reg` (the bytes say which):
+			     * reg is shifted by IV(V) in [0, width - 1] and execution resumes
+			     * after it; the flags stay as they were (the analysis takes the
+			     * span only where no one reads them) */
 };
 
 /* pt_regs general-purpose registers, in the order of struct pt_regs' names. */
@@ -77,7 +81,7 @@ struct xsie_span_desc {
 	__u8 bytes[XSIE_MAX_BYTES];
 	__u32 probe_offset; /* the instruction that consumes the state: the update runs before it */
 	__u32 reg;	    /* enum xsie_reg */
-	__u32 width;	    /* 16, 32 or 64: bits written back */
+	__u32 width;	    /* 16, 32 or 64 (8 too for a shift): bits written back */
 	__u32 pad;
 	__s64 a, b;    /* IV = a * V + b */
 	__s64 v0;      /* the value compiled into the kernel */

@@ -21,7 +21,7 @@
  *
  * Spans file lines:
  *   kernel BUILD_ID               (first: the kernel build the spans are for)
- *   span ID set|scale|cmp FUNC CHECK_OFF HEXBYTES PROBE_OFF REG WIDTH A B V0 [PRE_ADD]
+ *   span ID set|scale|cmp|shift FUNC CHECK_OFF HEXBYTES PROBE_OFF REG WIDTH A B V0 [PRE_ADD]
  *   safe ID FUNC EXIT[,EXIT...]
  *   range ID MIN MAX [MULTIPLE_OF POWER_OF_TWO]
  *                                 (after the const's spans: V in [MIN, MAX], a multiple of
@@ -105,6 +105,7 @@ static int parse_span(char *args, struct xsie_span_desc *d, const char *where)
 	d->update = !strcmp(upd, "set")	    ? XSIE_UPD_SET
 		    : !strcmp(upd, "scale") ? XSIE_UPD_SCALE
 		    : !strcmp(upd, "cmp")   ? XSIE_UPD_CMP
+		    : !strcmp(upd, "shift") ? XSIE_UPD_SHIFT
 					    : 0;
 	d->reg = lookup(reg, reg_names, XSIE_REG_COUNT);
 	d->nbytes = strlen(hex) / 2;

@@ -98,18 +98,20 @@ SHIFTS = [
 
 
 @pytest.mark.parametrize(("name", "file", "text", "token", "function", "insn"), SHIFTS)
-def test_tcp_shift_counts_are_refused_as_shift_counts(
+def test_tcp_shift_counts_are_shift_spans(
     env: KernelEnv, name: str, file: str, text: str, token: str, function: str, insn: str
 ) -> None:
-    """Each shift count compiles to one `shr reg, imm8` in one function (IV = V): xsie.ko has
-    no update for an immediate shift count, so the analysis refuses it, naming the instruction."""
+    """Each shift count compiles to one `shr reg, imm8` in one function (IV = V) whose flags no
+    one reads: a `shift` span on the instruction, the count bounding V to [1, 31]."""
     site = f"{file}:{line_of(env, file, text)}:{token}"
     const = kernel.analyze_const(env, name, fresh=False, site=site)
     assert const.source.token == token and const.source.file == file
-    assert const.spans == []
-    assert [r.function for r in const.refusals] == [function]
-    reason = const.refusals[0].reason
-    assert f"`{insn}`" in reason and "shift count" in reason and "IV = 1*V + 0" in reason
+    assert const.refusals == []
+    [span] = const.spans
+    assert span.function == function and span.update.kind == "shift" and span.patch == "int3"
+    assert (span.state.a, span.state.b, span.state.width, span.update.v0) == (1, 0, 4, int(token))
+    assert insn.split(",")[0].split()[1] in span.state.text  # the shifted register
+    assert (const.min_value, const.max_value) == (1, 31)
 
 
 def test_site_builds_are_keyed_by_file_line_and_token(env: KernelEnv) -> None:
@@ -121,8 +123,8 @@ def test_site_builds_are_keyed_by_file_line_and_token(env: KernelEnv) -> None:
 
 
 def test_analyze_kernel_site_command(env: KernelEnv, tmp_path: Path) -> None:
-    """`xtune analyze --kernel-site NAME=FILE:LINE:TOKEN` prints the refusal and writes no spans
-    file; a site without a name, or a token not on its line, is an error naming it."""
+    """`xtune analyze --kernel-site NAME=FILE:LINE:TOKEN` writes the scope table and the spans
+    file (a `shift` line); a site without a name, or a token not on its line, is an error naming it."""
     xtune = str(paths.ROOT / ".venv/bin/xtune")
     line = line_of(env, "net/ipv4/tcp_cubic.c", "ca->delay_min >> 3")
     scope, spans = tmp_path / "scope.json", tmp_path / "spans.txt"
@@ -132,12 +134,17 @@ def test_analyze_kernel_site_command(env: KernelEnv, tmp_path: Path) -> None:
         capture_output=True,
         text=True,
     )
-    assert run.returncode == 1, run.stdout + run.stderr
-    assert "refused cubictcp_acked: +0x1de `shr eax, 3`: the constant is the shift count" in run.stdout
-    assert "no spans file written: HYSTART_DELAY_MIN_SHIFT: not tunable" in run.stderr
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "span cubictcp_acked+0x1de..0x1e1 [xsie shift rax before +0x1de]" in run.stdout
     const = ScopeTable.from_json(scope.read_text()).const("HYSTART_DELAY_MIN_SHIFT")
     assert (const.source.file, const.source.line, const.source.token) == ("net/ipv4/tcp_cubic.c", line, "3")
-    assert not spans.exists()
+    lines = spans.read_text().splitlines()
+    assert lines[1:] == [
+        "const 0 HYSTART_DELAY_MIN_SHIFT",
+        "span 0 shift cubictcp_acked 0x1de c1e803 0x1de ax 32 1 0 3 0",
+        f"safe 0 cubictcp_acked {','.join(hex(e) for e in const.spans[0].exits)}",
+        "range 0 1 31",
+    ]
     for bad, said in [
         (f"net/ipv4/tcp_cubic.c:{line}:3", "expected NAME=FILE:LINE:TOKEN"),
         (f"S=net/ipv4/tcp_cubic.c:{line}:4", f"net/ipv4/tcp_cubic.c:{line}: the token '4' occurs 0 times"),

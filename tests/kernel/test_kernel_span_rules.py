@@ -121,3 +121,98 @@ def test_exits_include_conditional_ones_not_the_cold_part(tmp_path: Path) -> Non
     [span] = kernel.analyze_objects("VAL", objects, VALUES, "exits.S").table.consts[0].spans
     # mov (5) add (2) test (2) je rel32 at +0x9 (6), cmp (3), jne rel32 into leaves.cold at +0x12, ret +0x18.
     assert span.exits == [0x9, 0x18]
+
+
+SHIFT_VALUES = [3, 2, 5]
+# Shift counts: `shifted` (32-bit shr, flags written again by the add) and `wide` (64-bit sar,
+# flags dead at the ret) are spans; with -DREFUSED, `flags_read` (the jz reads the shift's ZF)
+# and `in_memory` (a shift of memory) are refused.
+SHIFT_SOURCE = """
+	.text
+	.globl shifted
+	.type shifted, @function
+shifted:
+	mov %edi, %eax
+	shr $VAL, %eax
+	add %esi, %eax
+	ret
+	.size shifted, .-shifted
+	.globl wide
+	.type wide, @function
+wide:
+	mov %rdi, %rax
+	sar $VAL, %rax
+	ret
+	.size wide, .-wide
+#ifdef REFUSED
+	.globl flags_read
+	.type flags_read, @function
+flags_read:
+	shl $VAL, %edi
+	jz 1f
+	mov %edi, %eax
+1:
+	ret
+	.size flags_read, .-flags_read
+	.globl in_memory
+	.type in_memory, @function
+in_memory:
+	shrl $VAL, (%rdi)
+	ret
+	.size in_memory, .-in_memory
+#endif
+"""
+
+
+def analyze_shifts(tmp_path: Path, refused: bool) -> kernel.KernelAnalysis:
+    src = tmp_path / "shifts.S"
+    src.write_text(SHIFT_SOURCE)
+    objects = []
+    for v in SHIFT_VALUES:
+        obj = tmp_path / f"shifts-{v}-{int(refused)}.o"
+        flags = ["-DREFUSED"] if refused else []
+        subprocess.run(["gcc", "-c", f"-DVAL={v}", *flags, str(src), "-o", str(obj)], check=True)
+        objects.append(obj)
+    return kernel.analyze_objects("VAL", objects, SHIFT_VALUES, "shifts.S")
+
+
+def test_shift_count_spans(tmp_path: Path) -> None:
+    """A shift by an immediate count is a `shift` span on the instruction itself (xsie.ko
+    emulates it, so int3); the count must stay in [0, width - 1], V >= 1 as analyzed."""
+    result = analyze_shifts(tmp_path, refused=False)
+    const = result.table.consts[0]
+    assert const.refusals == []
+    by_fn = {s.function: s for s in const.spans}
+    shr, sar = by_fn["shifted"], by_fn["wide"]
+    assert (shr.start, shr.end, shr.expected, shr.update.probe) == (2, 5, "c1e803", 2)
+    assert (sar.start, sar.end, sar.expected, sar.update.probe) == (3, 7, "48c1f803", 3)
+    assert shr.update.kind == "shift" and shr.patch == "int3" and shr.update.v0 == 3
+    assert (shr.state.a, shr.state.b, shr.state.width) == (1, 0, 4) and sar.state.width == 8
+    # The 32-bit count bounds the const: [1, 31] (the 64-bit one alone would allow 63).
+    assert (const.min_value, const.max_value) == (1, 31)
+    lines = kernel.xsie_lines(result, 0, BUILD_ID)
+    assert "span 0 shift shifted 0x2 c1e803 0x2 ax 32 1 0 3 0" in lines
+    assert "span 0 shift wide 0x3 48c1f803 0x3 ax 64 1 0 3 0" in lines
+    assert lines[-1] == "range 0 1 31"
+
+
+def test_shift_count_refusals(tmp_path: Path) -> None:
+    """A shift whose flags a later instruction reads, and a shift of memory, are refused with
+    what would make them work; the const then has no spans file."""
+    const = analyze_shifts(tmp_path, refused=True).table.consts[0]
+    reasons = {r.function: r.reason for r in const.refusals}
+    assert set(reasons) == {"flags_read", "in_memory"}
+    flags, memory = reasons["flags_read"], reasons["in_memory"]
+    assert "`shl edi, 3`" in flags and "may read the flags the shift sets" in flags
+    assert "shift count of `shr` on memory" in memory and "registers only" in memory
+
+
+def test_value_range_of_a_shift() -> None:
+    def span(width: int, a: int, b: int) -> KernelSpan:
+        return KernelSpan("f", "shift", 0, 0, 3, "rax", width, a, b, "")
+
+    assert span(32, 1, 0).v_range() == (0, 31)
+    assert span(64, 1, 0).v_range() == (0, 63)
+    assert span(8, 1, 1).v_range() == (-1, 6)  # count V + 1 in [0, 7]
+    assert span(16, -1, 20).v_range() == (5, 20)  # count 20 - V in [0, 15]
+    assert span(32, 2, 0).v_range() == (0, 15)

@@ -37,9 +37,10 @@ Form = Literal[
 ]  # fmt: skip
 # single_write | inverse | dual_location: user-space trampolines, and the kernel's `set`
 # (reg = IV(V) before the probe); scale: reg = (reg + pre_add) * IV(V) / IV(V0) - pre_add before
-# the probe; cmp: for the probed compare only, reg is offset by IV(V0) - IV(V), then restored.
-UpdateKind = Literal["single_write", "inverse", "dual_location", "scale", "cmp"]
-KERNEL_ONLY_KINDS = ("scale", "cmp")
+# the probe; cmp: for the probed compare only, reg is offset by IV(V0) - IV(V), then restored;
+# shift: the probed `shl|shr|sar $IV(V0), reg` is emulated with the count IV(V).
+UpdateKind = Literal["single_write", "inverse", "dual_location", "scale", "cmp", "shift"]
+KERNEL_ONLY_KINDS = ("scale", "cmp", "shift")
 PatchKind = Literal["jump", "int3"]
 RelocKind = Literal["knob_abs64", "rel32", "rip32"]
 

@@ -166,6 +166,14 @@ def _bound(const: PerfConst, low: int, high: int) -> None:
     const.max_value = high if const.max_value is None else min(const.max_value, high)
 
 
+# Updates whose handler emulates the probed instruction and moves the instruction pointer past
+# it: kprobes must not jump-optimize their probes (int3).
+EMULATED = {
+    "cmp": "the handler emulates the compare, resuming after it",
+    "shift": "the handler emulates the shift, resuming after it",
+}
+
+
 def _scope_span(kf: KernelFunction, vaddr: int, section: str, data: bytes, s: KernelSpan, v0: int) -> Span:
     kind = "single_write" if s.update == "set" else s.update
     return Span(
@@ -186,8 +194,8 @@ def _scope_span(kf: KernelFunction, vaddr: int, section: str, data: bytes, s: Ke
             v0=None if s.update == "set" else v0,
             pre_add=s.pre_add,
         ),
-        patch="int3" if s.update == "cmp" else "jump",
-        patch_reason="the handler emulates the compare, resuming after it" if s.update == "cmp" else "",
+        patch="int3" if s.update in EMULATED else "jump",
+        patch_reason=EMULATED.get(s.update, ""),
         trampoline="",
         relocs=[],
         safe=[SafeRange(0, kf.size)],
@@ -215,7 +223,7 @@ def analyze(
     return KernelAnalysis(table, seconds)
 
 
-XSIE_UPDATES = {"single_write": "set", "scale": "scale", "cmp": "cmp"}
+XSIE_UPDATES = {"single_write": "set", "scale": "scale", "cmp": "cmp", "shift": "shift"}
 
 
 def xsie_lines(result: KernelAnalysis, first_id: int = 0, kernel: str = "") -> list[str]:

@@ -1,11 +1,16 @@
 """Critical spans for xsie.ko: what its kprobe handlers write into pt_regs, and where.
 
 The shared engine finds the seed instructions (differ.py) and fits IV = a*V + b (lift.fit); a
-kernel span adds the kprobe placement and one of the three updates the module implements:
+kernel span adds the kprobe placement and one of the four updates the module implements:
 
   set    `mov $IV, reg`: before the next instruction, reg = a*V + b;
   cmp    `cmp $IV, reg` (the constant only decides a branch): the handler emulates the compare with
          IV(V) (EFLAGS of reg - IV(V) at the operand width) and resumes after it;
+  shift  `shl|shr|sar $IV, reg` (the constant is a shift count): the handler computes the shift by
+         IV(V) at the operand width and resumes after it. It leaves the flags as they were, so the
+         span is taken only where no later instruction reads the flags the shift sets
+         (liveness.flags_dead_after); the count stays in [0, width - 1] (v_range): C makes larger
+         counts undefined and x86 masks them (mod 32, or 64 for a 64-bit operand);
   scale  a run of ALU instructions with constant operands on one register whose input takes a few
          known values (sbb r,r / setcc / mov $k): if for every input the result of each build is
          proportional to V (checked by evaluating the run), reg = reg * V / V0 before its consumer.
@@ -27,6 +32,7 @@ from xtune.sie.differ import FunctionDiff, Seed
 from xtune.sie.disasm import Insn, family
 from xtune.sie.elfcode import Function
 from xtune.sie.lift import Unsupported, fit
+from xtune.sie.liveness import flags_dead_after
 
 PT_REGS = (
     "rax",
@@ -47,13 +53,14 @@ PT_REGS = (
 )
 XSIE_REG = dict(zip(PT_REGS, ("ax", "bx", "cx", "dx", "si", "di", "bp", *PT_REGS[7:]), strict=True))
 ALU = ("and", "add", "sub", "or", "xor", "imul", "shl", "sal")
-SHIFTS = ("shl", "sal", "shr", "sar", "rol", "ror")
+SHIFTS = ("shl", "sal", "shr", "sar")  # by an immediate count: the `shift` update
+HIGH_BYTES = ("ah", "bh", "ch", "dh")  # bits 8..15 of a register: no pt_regs write for them
 
 
 @dataclass
 class KernelSpan:
     function: str
-    update: str  # set | scale | cmp
+    update: str  # set | scale | cmp | shift
     check_start: int  # function-relative: bytes [check_start, probe_end) are verified before arming
     probe: int  # the instruction the update runs before
     probe_end: int
@@ -66,9 +73,13 @@ class KernelSpan:
     factor: int = 1  # scale: the register ends as at most factor * IV(V) (1 for set and cmp)
 
     def v_range(self) -> tuple[int, int]:
-        """The values of V for which factor * (a*V + b) fits the register as a signed number."""
-        hi = ((1 << (self.width - 1)) - 1) // self.factor
-        lo = -(1 << (self.width - 1)) // self.factor
+        """The values of V for which factor * (a*V + b) fits the register as a signed number; for
+        a shift, for which the count a*V + b is in [0, width - 1]."""
+        if self.update == "shift":
+            lo, hi = 0, self.width - 1
+        else:
+            hi = ((1 << (self.width - 1)) - 1) // self.factor
+            lo = -(1 << (self.width - 1)) // self.factor
         if self.a > 0:
             return -((self.b - lo) // self.a), (hi - self.b) // self.a
         return -((hi - self.b) // -self.a), (self.b - lo) // -self.a
@@ -169,9 +180,16 @@ def _span(insns: list[Insn], run: list[Seed], values: list[int]) -> KernelSpan:
         raise Unsupported(f"{where}: the constant changes a memory offset (data layout)")
     reg = _dst(first)
     if reg not in PT_REGS:
+        if first.mnemonic in SHIFTS:
+            raise Unsupported(
+                f"{where}: the constant is the shift count of `{first.mnemonic}` on memory: xsie.ko "
+                "shifts registers only (a shift of a register would make it tunable)"
+            )
         raise Unsupported(f"{where}: the constant's state is not a general-purpose register")
     width = first.ci.operands[0].size * 8
     form, a, b = fit(values, run[-1].values)
+    if len(run) == 1 and first.mnemonic in SHIFTS and form == "affine":
+        return _shift(insns, run[0].index, reg, width, a, b)
     if form != "affine":
         f = "log2 V" if form == "log2" else f"V/{form.removeprefix('div')}"
         raise Unsupported(f"{where}: IV = a*({f}) + b is not implemented by xsie.ko (a*V + b only)")
@@ -195,13 +213,28 @@ def _span(insns: list[Insn], run: list[Seed], values: list[int]) -> KernelSpan:
         )
     if nxt and all(insns[s.index].mnemonic in ALU for s in run):
         return _scale(insns, run, values, reg, width, nxt)
-    if len(run) == 1 and first.mnemonic in SHIFTS:
-        raise Unsupported(
-            f"{where}: the constant is the shift count of `{first.mnemonic}` (IV = {a}*V + {b}): xsie.ko "
-            "writes registers before a probe and has no update that emulates a shift by IV(V), as it "
-            "does a compare"
-        )
     raise Unsupported(f"{where}: no kernel update for this span shape")
+
+
+def _shift(insns: list[Insn], k: int, reg: str, width: int, a: int, b: int) -> KernelSpan:
+    """`shl|shr|sar $IV, reg`: xsie.ko shifts reg by IV(V) and resumes after the instruction."""
+    ins = insns[k]
+    where = f"+{ins.off:#x} `{ins.mnemonic} {ins.op_str}`"
+    name = ins.ci.reg_name(ins.ci.operands[0].reg)
+    if name in HIGH_BYTES:
+        raise Unsupported(
+            f"{where}: the shifted register is {name} (bits 8..15): xsie.ko writes low bytes only"
+        )
+    if not flags_dead_after(insns, k):
+        raise Unsupported(
+            f"{where}: the constant is the shift count (IV = {a}*V + {b}), but later code may read the "
+            "flags the shift sets, and xsie.ko's shift update leaves the flags as they were (the "
+            "span would be tunable where the flags are written again before any read)"
+        )
+    return KernelSpan(
+        "", "shift", ins.off, ins.off, ins.off + ins.size, reg, width, a, b,
+        f"{name} <- {name} {ins.mnemonic} ({a}*V + {b})",
+    )  # fmt: skip
 
 
 def _domain(ins: Insn, reg: str) -> list[int] | None:
