@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from cases.interleave import defaults_of, drop, interleave, knobs_for, probe, re
 from cases.paired import compare
 from cases.profiles import Contender, from_slo_file, in_namespace, is_sysfs, key_of, limit
 from cases.servers import SERVERS
+from cases.slo_lines import check, excluded
 
 # How long `xtune run` gets after SIGTERM to stop its workload, put its knobs back and remove what
 # it made, before it is killed.
@@ -70,7 +72,9 @@ def tune_bo(
     for k, v in variables.items():
         cmd += ["--var", f"{k}={v}"]
     log_file = work / "bo.log"
+    started = time.monotonic()
     code = run_unwinding(cmd, log_file)
+    seconds = round(time.monotonic() - started, 1)
     if code != 0:
         tail = log_file.read_text(errors="replace")[-800:]
         raise RuntimeError(f"xtune run {case.bo_file.name} exited {code}: {tail}")
@@ -78,7 +82,8 @@ def tune_bo(
     exp = store.experiments(load(case.bo_file, variables).name)[-1]
     trials = store.trials(exp.id)
     log(f"  xtune BO: {len(trials)} trials, result {exp.result}")
-    return {"result": exp.result, "trials": len(trials), "failed": sum(t.status == "failed" for t in trials)}
+    failed = sum(t.status == "failed" for t in trials)
+    return {"result": exp.result, "trials": len(trials), "failed": failed, "seconds": seconds}
 
 
 def best_value(knob: Knob, value: float | str) -> int | str:
@@ -126,6 +131,7 @@ def run_case(
     only: set[str] | None = None,
 ) -> dict:
     """The case's JSON block; `only`: just these contenders (names as in the JSON; a smoke test)."""
+    started = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix=f"xtune-case-{case.name}-"))
     stack = contextlib.ExitStack()
     try:
@@ -195,14 +201,21 @@ def run_case(
     objectives = {
         c.name: {r["rep"]: r["objective"] for r in runs[c.name] if "objective" in r} for c in contenders
     }
-    paired, verdict = compare(objectives, bo_slo.objective.sign > 0)
+    # The SLO lines judged on every contender's runs: one that breaks a line cannot win.
+    judged = check(
+        bo_slo.comparisons(),
+        {c.name: [r["metrics"] for r in runs[c.name] if "metrics" in r] for c in contenders},
+    )
+    paired, verdict = compare(objectives, bo_slo.objective.sign > 0, excluded(judged))
     out: dict[str, Any] = {
         "objective": bo_slo.objective.expression,
+        "slo_lines": [line.text for line in bo_slo.comparisons()],
         "p99_metric": case.p99,
         "benchmark": bo_slo.benchmark.command,
         "bo": {**bo, "restored_after_bo": after_bo == defaults},
         "contenders": {
-            c.name: {**summary(c, runs[c.name], case.p99), "paired": paired[c.name]} for c in contenders
+            c.name: {**summary(c, runs[c.name], case.p99), "slo": judged[c.name], "paired": paired[c.name]}
+            for c in contenders
         },
         "verdict": verdict,
         "missing_contenders": missing,
@@ -210,6 +223,8 @@ def run_case(
         # The server namespace's (or loop device's) values read again before it goes.
         "place_restored": place_restored,
         "host_values_before": before,
+        # Wall time of the case (BO's share in `bo.seconds`): what a change of budget or runs costs.
+        "seconds": round(time.monotonic() - started, 1),
     }
     if place.device:
         out["device_values_before"] = {t: v for t, v in defaults.items() if is_sysfs(t)}
@@ -232,4 +247,9 @@ def summary(c: Contender, runs: list[dict], p99: str) -> dict:
         },
         "failed_runs": len(runs) - len(ok),
         "runs": [r.get("objective") for r in runs],
+        # Each run's figures (None: failed), what the SLO lines were judged on.
+        "run_metrics": [
+            {m.removeprefix("bench."): v for m, v in r["metrics"].items()} if "metrics" in r else None
+            for r in runs
+        ],
     }
