@@ -18,7 +18,7 @@ def test_corpus_oracle(engine):
     passed = [c for c in cases if c.verdict == "pass"]
     failed = [c for c in cases if c.verdict == "fail"]
     refused = [c for c in cases if c.verdict == "refused"]
-    print(f"\nSIE oracle: {len(passed)}/{len(cases)} pass ({len(passed) / len(cases):.0%}),"
+    print(f"\nSIE oracle: {len(passed)}/{len(cases)} pass ({len(passed) / len(cases):.1%}),"
           f" {len(refused)} refused, {len(failed)} wrong")  # fmt: skip
     for c in refused:
         print(f"  refused {c.name}: {c.detail[0]}")
@@ -56,6 +56,14 @@ def test_corpus_oracle(engine):
     # clang's `used + 7 <= K` loop bound is K / 7 - 1, a multiply-shift in the trampoline.
     budget = [c for c in passed if c.program == "budget" and c.cc == "clang" and c.opt != "-O0"]
     assert len(budget) == 2 and all(s.state.form == "div7" for c in budget for s in c.table.consts[0].spans)
+    # gcc's `imul R, X, M mod K; and R32, K - 1`: the multiplier of the largest build (512) serves
+    # every power of two up to it.
+    hashed = [c for c in passed if c.program == "hash_bucket" and c.cc == "gcc" and c.opt != "-O0"]
+    assert len(hashed) == 2
+    for c in hashed:
+        const = c.table.consts[0]
+        assert const.power_of_two and const.max_value == 512, (c.name, const.max_value)
+        assert [s.state.b for s in const.spans if s.state.a == 0] == [2654435761 % 512], c.name
     inlined = [c for c in passed if c.program == "inlined_callers" and c.opt == "-O2"]
     assert all(len(c.table.consts[0].spans) >= 2 for c in inlined), "one span per inlined caller"
     # A switch compiled to a jump table: its targets resolved, the spans are jumps.

@@ -12,7 +12,7 @@ from xtune.sie.differ import FunctionDiff, diff_data, diff_functions
 from xtune.sie.disasm import disassemble
 from xtune.sie.elfcode import ElfCode
 from xtune.sie.entries import Entries, function_entries
-from xtune.sie.lift import DIVISORS_POW2, SCRATCH, Lifted, Unsupported, fit, lift
+from xtune.sie.lift import DIVISORS_POW2, SCRATCH, Lifted, Unsupported, fit, lift, reduced_multiplier
 from xtune.sie.linear import Region
 from xtune.sie.liveness import result_bytes_read
 from xtune.sie.scope import (
@@ -121,6 +121,11 @@ def analyze(spec: Spec) -> ScopeTable:
         table.notes.append(f"the spans hold for the values analyzed, not below {low}")
     probe = high * 4
     if _allowed(const, probe) and not why_not(probe):
+        if any(s.state.form == "affine" and s.state.a == 0 for s in const.spans):
+            # A reduced multiplier holds up to the largest value it is read from: read it from
+            # this build (the same spans, why_not says), so that it serves the whole range.
+            wide = scope([*outputs, build_one(spec, probe)], [*values, probe]).consts[0]
+            const.spans, const.values = wide.spans, wide.values
         const.max_value = min(probe, _division_limit(const))
     else:
         table.notes.append(f"the spans hold for the values analyzed, not above {high}")
@@ -188,12 +193,16 @@ def _allowed(const: PerfConst, value: int) -> bool:
 
 
 def _division_limit(const: PerfConst) -> int:
-    """The largest V the spans' updates compute exactly (a division by a d that is not a power of
-    two is a multiply-shift, synth.py)."""
+    """The largest V the spans' updates compute exactly: a division by a d that is not a power of
+    two is a multiply-shift (synth.py); a reduced multiplier (IV = a constant, a = 0) holds for the
+    powers of two up to the largest value it was read from (lift.reduced_multiplier)."""
     forms = {s.state.form for s in const.spans}
+    limit = 2**63 - 1
     if any(f.startswith("div") and int(f[3:]) not in DIVISORS_POW2 for f in forms):
-        return DIV_EXACT_BELOW - 1
-    return 2**63 - 1
+        limit = DIV_EXACT_BELOW - 1
+    if any(s.state.form == "affine" and s.state.a == 0 for s in const.spans):
+        limit = min(limit, max(const.values))
+    return limit
 
 
 def _add_constraint(const: PerfConst, text: str) -> None:
@@ -309,6 +318,12 @@ def _function(d: FunctionDiff, code: ElfCode, values: list[int], const: PerfCons
         return
     covered: set[int] = set()
     seeds = {s.index: s for s in d.seeds}
+    for seed in d.seeds:
+        top = reduced_multiplier(d.insns, seed, seeds, values)
+        if top is not None:
+            seed.fitted = ("affine", 0, top)
+            const.power_of_two = True
+            _add_constraint(const, "power of two")
     for seed in d.seeds:
         if seed.index in covered:
             continue

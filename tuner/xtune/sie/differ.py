@@ -20,6 +20,9 @@ class Seed:
     # The operand in each build, in the order of the builds, as the first build's instruction reads
     # it (a build that chose `sub x, -k` where the first has `add x, k` counts as k).
     values: list[int]
+    # (form, a, b) when the analysis knows the operand's expression otherwise than by fitting it
+    # (lift.reduced_multiplier), else None.
+    fitted: tuple[str, int, int] | None = None
 
 
 @dataclass

@@ -89,6 +89,38 @@ def fit(values: list[int], ivs: list[int], width: int = 8) -> tuple[str, int, in
     )
 
 
+def reduced_multiplier(
+    insns: list[Insn], seed: Seed, seeds: dict[int, Seed], values: list[int]
+) -> int | None:
+    """gcc's `(n * M) % K` for a power-of-two K: `imul R, X, M mod K; and R32, K - 1`, the
+    multiplier reduced modulo each build's K. Any multiplier congruent to M modulo V' gives the
+    same masked product, so the one of the largest K analyzed serves every power of two V' up to
+    it (analyze.py sets both constraints). Only when the `and` with the mask V - 1 directly
+    follows, on the product's register, rewriting the flags: nothing reads the unmasked product.
+    Returns that multiplier, or None."""
+    ins = insns[seed.index]
+    if ins.mnemonic != "imul" or len(ins.ci.operands) != 3 or seed.index + 1 >= len(insns):
+        return None
+    if not all(v > 0 and v & (v - 1) == 0 for v in values) or max(values) > 2**31:
+        return None
+    mask = seeds.get(seed.index + 1)
+    nxt = insns[seed.index + 1]
+    if mask is None or nxt.mnemonic != "and" or mask.values != [v - 1 for v in values]:
+        return None
+    ops = nxt.ci.operands
+    if ops[0].type != x.X86_OP_REG or family(nxt.ci.reg_name(ops[0].reg)) != family(
+        ins.ci.reg_name(ins.ci.operands[0].reg)
+    ):
+        return None
+    if ops[0].size < 4:  # a byte or word `and` keeps the product's upper bits
+        return None
+    widest = max(range(len(values)), key=lambda i: values[i])
+    top = seed.values[widest] % values[widest]
+    if any(iv != top % v for iv, v in zip(seed.values, values, strict=True)):
+        return None
+    return top
+
+
 def lift(ins: Insn, seed: Seed, values: list[int], read_bytes: int = 8) -> Lifted:
     """`read_bytes`: how many low bytes of the result later code reads (liveness.result_bytes_read);
     builds that agree on those bytes compute the same (e.g. `add eax, -0x80` for V = 128 before
@@ -96,7 +128,7 @@ def lift(ins: Insn, seed: Seed, values: list[int], read_bytes: int = 8) -> Lifte
     ci = ins.ci
     m = ins.mnemonic
     width = (ci.operands[0].size or 8) if seed.operand == "imm" else 8
-    form, a, b = fit(values, seed.values, min(width, read_bytes) if m in LOW_BITS else width)
+    form, a, b = seed.fitted or fit(values, seed.values, min(width, read_bytes) if m in LOW_BITS else width)
     if ci.operands and ci.operands[0].type == x.X86_OP_REG and ci.reg_name(ci.operands[0].reg) == "rsp":
         raise Unsupported(
             f"`{m} {ins.op_str}`: the stack frame size depends on the constant (an array on the stack)"
