@@ -10,6 +10,7 @@ from pathlib import Path
 from xtune.sie.differ import diff_functions
 from xtune.sie.disasm import disassemble
 from xtune.sie.elfcode import ElfCode
+from xtune.sie.lift import reduced_multiplier
 from xtune.sie.liveness import result_bytes_read
 
 
@@ -74,3 +75,21 @@ def test_expanded_multiplication(tmp_path):
     ):
         [d] = diff_functions(build(tmp_path, a, b), regions=True)
         assert not d.region and "not one multiplication" in d.shape_error, a
+
+
+def test_reduced_multiplier(tmp_path):
+    """`imul R, X, M mod K; and R32, K - 1` for K = 64, 32, 128 (M = 2654435761): the largest build's
+    multiplier serves them all, only while the masking `and` directly follows on the product."""
+    values = [64, 32, 128]
+
+    def reduced(form: str) -> int | None:
+        bodies = [form.format(m=2654435761 % k, mask=k - 1) for k in values]
+        [d] = diff_functions(build(tmp_path, *bodies))
+        seeds = {s.index: s for s in d.seeds}
+        return reduced_multiplier(d.insns, seeds[0], seeds, values)
+
+    assert reduced("imul rax, rdi, {m}; and eax, {mask}; ret") == 2654435761 % 128
+    assert reduced("imul rax, rdi, {m}; and rax, {mask}; ret") == 2654435761 % 128
+    assert reduced("imul rax, rdi, {m}; and edx, {mask}; ret") is None  # another register
+    assert reduced("imul rax, rdi, {m}; and al, {mask}; ret") is None  # the product's upper bits stay
+    assert reduced("imul rax, rdi, {m}; mov rdx, rax; and eax, {mask}; ret") is None  # read unmasked
