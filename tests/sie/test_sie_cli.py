@@ -135,11 +135,13 @@ def test_cli_bad_inputs(tmp_path, engine):
 
 
 def test_cli_refused_constant_says_why(tmp_path):
-    """A constant SIE refuses (also folded into .rodata) is printed with its refusal and no range."""
+    """A constant SIE refuses (also folded into .rodata as 1.0 / (K * K + 1), no c / K) is printed
+    with its refusal and no range."""
     spec = tmp_path / "r.toml"
-    src = Path(__file__).resolve().parent / "corpus" / "rodata_recip.c"
+    src = Path(__file__).resolve().parent / "targets" / "data_words.c"
     spec.write_text(
-        f'source = "{src}"\nconstant = "K"\nvalues = [64, 50, 80]\nbuild = "gcc -O2 -o {{out}} {{src}}"\n'
+        f'source = "{src}"\nconstant = "K"\nvalues = [64, 50, 80]\n'
+        'build = "gcc -O2 -DSQUARE -o {out} {src} -lm"\n'
     )
     r = xtune("analyze", str(spec), "-o", str(tmp_path / "r.json"), env=dict(os.environ), ok=False)
     assert r.returncode == 1, r.stderr
