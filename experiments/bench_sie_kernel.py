@@ -21,7 +21,7 @@ from xtune.testing import kernel_guest
 
 CONSTS = ["BLK_MAX_REQUEST_COUNT", "MAX_SOFTIRQ_RESTART", "SHRINK_BATCH"]
 VALUES = kernel_guest.VALUES
-# KernelX's other perf-consts: the prefix of their guest checks (kmod/guest/tests/55-57) and the
+# KernelX's other perf-consts: the prefix of their guest checks (kmod/guest/tests/55-58) and the
 # effect each test checks, or why it checks none.
 KERNELX = {
     "NR_MAX_BATCHED_MIGRATION": (
@@ -37,16 +37,29 @@ KERNELX = {
         "jiffies of the hw queue's delayed-work timer (BFQ idling on null_blk)",
     ),
     "HYSTART_DELAY_MAX": ("hystart", None),
+    "HYSTART_DELAY_MIN_SHIFT": ("shifts", None),
+    "TCP_RACK_MIN_RTT_SHIFT": ("shifts", None),
 }
+NO_DELAY_LINE = "the guest has no delay line (busybox tc lacks netem)"
 NO_EFFECT = {
-    "HYSTART_DELAY_MAX": "not observed: over loopback the span is rarely reached and the guest has no delay "
-    "line (busybox tc lacks netem); armed, set under load and unloaded only",
+    "HYSTART_DELAY_MAX": f"not observed: over loopback the span is rarely reached and {NO_DELAY_LINE}",
+    "HYSTART_DELAY_MIN_SHIFT": f"not observed: on loopback the 4 ms floor decides for any V; {NO_DELAY_LINE}",
+    "TCP_RACK_MIN_RTT_SHIFT": "not observed: RACK's span runs only with SACK holes (loss, reordering), "
+    "which loopback does not make",
 }
-# Literals (xtune analyze --kernel-site) of the kernel these figures are for (kmod/harness/kernel.pin).
-KERNELX_SITES = {
-    "HYSTART_DELAY_MIN_SHIFT": "net/ipv4/tcp_cubic.c:439:3",
-    "RACK_REO_WND_SHIFT": "net/ipv4/tcp_recovery.c:28:2",
+# The TCP shift counts are literals of .c files (xtune analyze --kernel-site): FILE, the line's text, TOKEN.
+SHIFT_SITES = {
+    "HYSTART_DELAY_MIN_SHIFT": ("net/ipv4/tcp_cubic.c", "ca->delay_min >> 3", "3"),
+    "TCP_RACK_MIN_RTT_SHIFT": ("net/ipv4/tcp_recovery.c", "tcp_min_rtt(tp) >> 2", "2"),
 }
+
+
+def shift_site(name: str) -> str:
+    """FILE:LINE:TOKEN of a SHIFT_SITES entry, its line found by its text in the prepared tree."""
+    file, text, token = SHIFT_SITES[name]
+    lines = (kernel_build.KernelEnv.fetch().source / file).read_text().splitlines()
+    [line] = [n for n, s in enumerate(lines, 1) if text in s]
+    return f"{file}:{line}:{token}"
 
 
 def analysis_times() -> tuple[kernel.KernelAnalysis, dict[str, float]]:
@@ -66,7 +79,8 @@ def guest_metrics() -> dict[str, int]:
 def kernelx_outcomes() -> dict[str, dict]:
     """Each KernelX perf-const analyzed from scratch, then one guest running their tests."""
     out: dict[str, dict] = {}
-    for name, site in [*((n, "") for n in KERNELX), *KERNELX_SITES.items()]:
+    for name in KERNELX:
+        site = shift_site(name) if name in SHIFT_SITES else ""
         t0 = time.monotonic()
         result = kernel.analyze([] if site else [name], {}, fresh=True, sites={name: site} if site else None)
         const = result.table.const(name)
@@ -76,10 +90,10 @@ def kernelx_outcomes() -> dict[str, dict]:
             "spans": [f"{s.function}+{s.start:#x} {s.update.kind}" for s in const.spans],
             "refusals": [f"{r.function}: {r.reason}" for r in const.refusals],
         }
-    tests = [
-        paths.ROOT / "kmod/guest/tests" / t for t in ("55_migrate.sh", "56_blk_mq_delay.sh", "57_hystart.sh")
-    ]
-    console, _ = kernel_guest.run_script("bench/kernelx_consts", list(KERNELX), tests)
+    tests = sorted((paths.ROOT / "kmod/guest/tests").glob("5[5-8]_*.sh"))
+    defines = [c for c in KERNELX if c not in SHIFT_SITES]
+    sites = {c: out[c]["site"] for c in SHIFT_SITES}
+    console, _ = kernel_guest.run_script("bench/kernelx_consts", defines, tests, sites=sites)
     results = dict(re.findall(r"^XSIE-RESULT (\S+) (PASS|FAIL)", console, re.M))
     for name, (prefix, effect) in KERNELX.items():
         mine = {k: v for k, v in results.items() if k.startswith(prefix + "_")}
@@ -90,10 +104,9 @@ def kernelx_outcomes() -> dict[str, dict]:
             effect_seen=bool(values) and all(mine[k] == "PASS" for k in values) if effect else None,
             values_checked=sorted(int(k.rsplit("_v", 1)[1]) for k in values),
             unload_byte_exact=mine.get(f"{prefix}_text_restored") == "PASS",
+            checks=len(mine),
             checks_failed=sorted(k for k, v in mine.items() if v != "PASS"),
         )
-    for name in KERNELX_SITES:
-        out[name].update(armed=False, effect_seen=None, unload_byte_exact=None)
     return out
 
 

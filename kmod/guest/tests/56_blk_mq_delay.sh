@@ -24,11 +24,11 @@ readers() { # readers DEV N: N O_DIRECT readers of DEV in a loop until /tmp/read
 	done
 }
 stop_readers() { touch /tmp/readers.stop; wait; }
-delay_timers() { # delay_timers MS: delayed-work timers of msecs_to_jiffies(MS) (or a jiffy less) in 2 s
+delay_timers() { # delay_timers MS: delayed-work timers of msecs_to_jiffies(MS) (or a jiffy less) in 1 s
 	j=$((($1 * 250 + 999) / 1000))
 	echo > $TRACE/trace
 	echo 1 > $TRACE/events/timer/timer_start/enable
-	sleep 2
+	sleep 1
 	echo 0 > $TRACE/events/timer/timer_start/enable
 	grep -c "function=delayed_work_timer_fn .*timeout=\($j\|$((j - 1))\)\]" $TRACE/trace
 }

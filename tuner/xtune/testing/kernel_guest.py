@@ -30,9 +30,14 @@ def kernel_env() -> str:
 
 
 def run_script(
-    script: str, consts: list[str], files: Sequence[Path] = (), timeout_s: int = 420
+    script: str,
+    consts: list[str],
+    files: Sequence[Path] = (),
+    timeout_s: int = 420,
+    sites: dict[str, str] | None = None,
 ) -> tuple[str, dict[str, int]]:
-    """Boots a guest running kmod/guest/<script>.sh with `files` in /xsie/; (console, metrics)."""
+    """Boots a guest running kmod/guest/<script>.sh with `files` in /xsie/; (console, metrics).
+    The spans file holds the #defines `consts` and the literals `sites` (name -> FILE:LINE:TOKEN)."""
     env_file = kernel_env()
     # What these guest scripts use: the guest xrtd (built by `make -C kmod`, the kernel tests)
     # is left out so that a change in progress in runtime/ does not stop them.
@@ -42,7 +47,7 @@ def run_script(
     subprocess.run(
         ["make", "-s", "-C", str(KMOD), f"TOP={paths.ROOT}", f"BUILD={paths.BUILD}", *targets], check=True
     )
-    result = kernel.analyze(consts, {c: v for c, v in VALUES.items() if c in consts})
+    result = kernel.analyze(consts, {c: v for c, v in VALUES.items() if c in consts}, sites=sites)
     with tempfile.TemporaryDirectory() as tmp:
         spans, initrd, console = Path(tmp, "spans.txt"), Path(tmp, "initrd.gz"), Path(tmp, "console.log")
         spans.write_text("\n".join(kernel.xsie_lines(result)) + "\n")
