@@ -97,8 +97,8 @@ def test_data_word_read_retuned(engine):
 def test_data_word_refused():
     """A double that is no c / V nor c * V (1.0 / (K * K + 1)), a float, a double in writable data
     (the program may change it), one in a table read at an index, one whose address is stored in
-    data (read through the pointer too), or an object file (its readers are relocations) keep the
-    constant refused, naming the data and why."""
+    data (read through the pointer too; also in an executable that is no PIE), or an object file
+    (its readers are relocations) keep the constant refused, naming the data and why."""
     for cc, opt in oracle.ALL_LEVELS:
         for define, section, why in (
             ("-DSQUARE", ".rodata", "neither c / V nor c * V"),
@@ -106,6 +106,8 @@ def test_data_word_refused():
             ("-DWRITABLE", ".data", "writable"),
             ("-DINDEXED", ".rodata", "takes an address from which a pointer or index may read the word"),
             ("-DPOINTER", ".rodata", "holds a pointer from which the word may be read"),
+            ("-DINDEXED -no-pie", ".rodata", "takes an address from which a pointer or index may read"),
+            ("-DPOINTER -no-pie", ".rodata", "holds a pointer from which the word may be read"),
         ):
             const = analyze(data_words_spec(cc, f"{opt} {define}")).consts[0]
             assert not const.tunable, (cc, opt, define)

@@ -68,9 +68,9 @@ def data_words(codes: list[ElfCode], values: list[int], dd: DataDiff) -> list[Da
         first = disassemble(codes[0], fn)
         for ins in first:
             where = f"{name}+{ins.off:#x} (`{ins.mnemonic} {ins.op_str}`)"
-            pointer = _pointer(ins)
-            if pointer is not None and section[0] <= pointer <= section[1]:
-                lo, hi = _reach(codes[0], pointer, section[1])
+            for pointer in _pointers(ins):
+                inside = section[0] <= pointer <= section[1]
+                lo, hi = _reach(codes[0], pointer, section[1]) if inside else (0, 0)
                 if any(lo <= a < hi for a in differing):
                     raise Unsupported(
                         f"{where} takes an address from which a pointer or index may read the word"
@@ -91,6 +91,13 @@ def data_words(codes: list[ElfCode], values: list[int], dd: DataDiff) -> list[Da
             lo, hi = _reach(codes[0], value, section[1]) if section[0] <= value <= section[1] else (0, 0)
             if any(lo <= a < hi for a in differing):
                 raise Unsupported(f"{ds.name}+{off:#x} holds a pointer from which the word may be read")
+    for w in words:
+        sym = codes[0].symbol_at(w)
+        if sym and sym[2] in codes[0].global_objects:
+            raise Unsupported(
+                f"the word is in the global object {sym[2]}, which other units may read through"
+                " a pointer (the GOT in a library): make it static"
+            )
     uncovered = sorted(a for a in differing if not any(w <= a < w + 8 for w in words))
     if uncovered:
         raise Unsupported(f"no instruction reads the differing byte at {uncovered[0]:#x} as a double")
@@ -111,18 +118,23 @@ def _addressed(ins: Insn) -> tuple[int, int] | None:
     return None
 
 
-def _pointer(ins: Insn) -> int | None:
-    """An address the instruction makes into data without reading it whole from there: `lea` of
-    a rip-relative or absolute operand, or an operand indexed from such an address."""
+def _pointers(ins: Insn) -> list[int]:
+    """Addresses the instruction makes without reading the whole word there: `lea` of a
+    rip-relative or absolute operand, an operand indexed from such an address, an immediate
+    (`mov esi, OFFSET word` in an executable that is no PIE; the caller keeps those that fall
+    into the word's section)."""
     ci = ins.ci
+    out = []
     for op in ci.operands:
+        if op.type == x.X86_OP_IMM and not ins.is_jump and not ins.is_call:
+            out.append(int(op.imm))
         if op.type != x.X86_OP_MEM:
             continue
         m = op.mem
         base = ci.address + ci.size if m.base == x.X86_REG_RIP else 0 if not m.base else None
         if base is not None and (ins.mnemonic == "lea" or m.index):
-            return base + m.disp
-    return None
+            out.append(base + m.disp)
+    return out
 
 
 def _reach(code: ElfCode, pointer: int, section_end: int) -> tuple[int, int]:

@@ -62,6 +62,7 @@ class ElfCode:
             self.build_id = _build_id(elf)
             self.functions: dict[str, Function] = {}
             self.objects: dict[str, int] = {}  # data objects: name -> size
+            self.global_objects: set[str] = set()  # data objects other units may name
             self._symbols: list[tuple[int, int, str]] = []  # (addr, size, name), any symbol with a size
             self._read_functions(elf)
             self.data_sections = _data_sections(elf)
@@ -83,6 +84,8 @@ class ElfCode:
                 self._symbols.append((sym["st_value"], sym["st_size"], sym.name))
             if sym["st_info"]["type"] == "STT_OBJECT":
                 self.objects[sym.name] = sym["st_size"]
+                if sym["st_info"]["bind"] != "STB_LOCAL":
+                    self.global_objects.add(sym.name)
             if sym["st_info"]["type"] != "STT_FUNC" or not sym["st_size"]:
                 continue
             if not sec["sh_flags"] & SHF_EXECINSTR:
