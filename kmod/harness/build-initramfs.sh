@@ -37,6 +37,13 @@ for m in drivers/scsi/{scsi_common,scsi_mod,sd_mod,scsi_debug} crypto/{crct10dif
 	lib/{crc-t10dif,crc64,crc64-rocksoft} crypto/crc64_rocksoft_generic block/{t10-pi,bfq}; do
 	cp "$KERNEL_MODULES/kernel/$m.ko" "$root/xsie/modules/"
 done
+# sch_netem and iproute2's tc with its libraries (busybox tc cannot add a qdisc): the delay line of
+# the TCP shift test (guest/tests/58_tcp_shifts.sh).
+cp "$KERNEL_MODULES/kernel/net/sched/sch_netem.ko" "$root/xsie/modules/"
+cp /usr/sbin/tc "$root/xsie/bin/"
+mkdir -p "$root/lib64" "$root/lib/x86_64-linux-gnu"
+cp /lib64/ld-linux-x86-64.so.2 "$root/lib64/"
+ldd /usr/sbin/tc | awk '$3 ~ /^\// { print $3 }' | xargs cp -t "$root/lib/x86_64-linux-gnu/"
 cp "$spans" "$root/xsie/spans.txt"
 chmod +x "$root/init"
 (cd "$root" && find . | cpio -o -H newc --quiet) | gzip -1 >"$out.tmp"

@@ -33,6 +33,11 @@ CONSTS = [
     # KernelX's other perf-consts (guest/tests/55-57).
     "NR_MAX_BATCHED_MIGRATION", "BLK_MQ_RESOURCE_DELAY", "BLK_MQ_BUDGET_DELAY", "HYSTART_DELAY_MAX",
 ]  # fmt: skip
+# KernelX's two TCP shift counts, literals of .c files (guest/tests/58): FILE, the line's text, TOKEN.
+SHIFT_SITES = {
+    "HYSTART_DELAY_MIN_SHIFT": ("net/ipv4/tcp_cubic.c", "ca->delay_min >> 3", "3"),
+    "TCP_RACK_MIN_RTT_SHIFT": ("net/ipv4/tcp_recovery.c", "tcp_min_rtt(tp) >> 2", "2"),
+}
 # BLK values: 2*V must stay below 128 or gcc switches to a 16-bit add (a different code shape).
 VALUES = {"BLK_MAX_REQUEST_COUNT": [32, 8, 48]}
 TESTLOAD_LIMITS = [100, 60, 150]
@@ -51,11 +56,19 @@ GUEST_CHECKS = [
     "budget_baseline", "budget_load", "budget_arm", "budget_v1236", "budget_v2468", "budget_applied",
     "budget_disarmed", "budget_text_restored",
     "hystart_load", "hystart_arm", "hystart_sets", "hystart_disarmed", "hystart_text_restored",
+    "shifts_hystart_load", "shifts_rack_load", "shifts_arm", "shifts_int3", "shifts_sets",
+    "shifts_count_bounds", "shifts_spans_run", "shifts_rack_effect", "shifts_disarmed",
+    "shifts_text_restored",
+    "constraints_multiple_refused", "constraints_multiple_accepted", "constraints_applied",
+    "constraints_store_not_applied", "constraints_store_applied", "constraints_v0_not_multiple",
+    "constraints_power_refused", "constraints_power_accepted", "constraints_bad_line",
+    "constraints_plain_range",
     "bounds_zero_refused", "bounds_above_refused", "bounds_store_not_applied", "bounds_store_applied",
     "bounds_default_v0",
-    "per_thread_refused", "global_cold_part", "global_conditional_exit_refused",
-    "global_idle_complete", "global_waits",
+    "per_thread_old_execution", "per_thread_new_execution", "per_thread_disarmed",
+    "global_cold_part", "global_conditional_exit_refused", "global_idle_complete", "global_waits",
     "global_converges", "global_effect", "later_changes_immediate", "later_changes_global",
+    "later_changes_per_thread",
     "flip_storm_flips", "flip_storm_kernel", "arm_storm_cycles", "arm_storm_kernel",
     "unload_in_transition", "unload_restores",
     "txn_abort", "txn_commit", "txn_atomic_pending", "txn_same_group", "txn_both_applied",
@@ -104,16 +117,26 @@ def first_conditional_jump(unit: str, function: str) -> int:
     )
 
 
+def shift_sites() -> dict[str, str]:
+    """SHIFT_SITES as NAME -> FILE:LINE:TOKEN, each line found by its text in the prepared tree."""
+    source = kernel_build.KernelEnv.fetch().source
+    sites = {}
+    for name, (file, text, token) in SHIFT_SITES.items():
+        [line] = [n for n, s in enumerate((source / file).read_text().splitlines(), 1) if text in s]
+        sites[name] = f"{file}:{line}:{token}"
+    return sites
+
+
 @pytest.fixture(scope="session")
 def analysis(tmp_path_factory: pytest.TempPathFactory) -> tuple[kernel.KernelAnalysis, Path]:
     out = tmp_path_factory.mktemp("kernel-analysis")
-    result = kernel.analyze(CONSTS, VALUES)
+    result = kernel.analyze(CONSTS, VALUES, sites=shift_sites())
     build_kmod()
     limit = analyze_testload_limit()
     spans = out / "spans.txt"
     # The test module runs in the same kernel: its spans carry the kernel's build id too.
     kernel_id = result.table.binary.build_id
-    lines = kernel.xsie_lines(result) + kernel.xsie_lines(limit, len(CONSTS), kernel_id)[1:]
+    lines = kernel.xsie_lines(result) + kernel.xsie_lines(limit, len(result.table.consts), kernel_id)[1:]
     lines.append(f"# jcc handle_softirqs {first_conditional_jump('kernel/softirq.o', 'handle_softirqs'):#x}")
     spans.write_text("\n".join(lines) + "\n")
     (out / "scope.json").write_text(result.table.to_json())
@@ -207,7 +230,12 @@ def test_analysis_spans(analysis: tuple[kernel.KernelAnalysis, Path]) -> None:
     text = spans.read_text()
     assert "span 2 set do_shrink_slab" in text
     assert "span 0 scale blk_add_rq_to_plug 0x2e 19c083e0e083c0406639c2 0x33 ax 32 1 0 32 64\n" in text
-    assert f"span {len(CONSTS)} cmp testload_over " in text
+    shifts = {c: [(s.function, s.update.kind) for s in table.const(c).spans] for c in SHIFT_SITES}
+    assert shifts == {
+        "HYSTART_DELAY_MIN_SHIFT": [("cubictcp_acked", "shift")],
+        "TCP_RACK_MIN_RTT_SHIFT": [("tcp_rack_detect_loss", "shift")],
+    }
+    assert f"span {len(CONSTS) + len(SHIFT_SITES)} cmp testload_over " in text
     # The running kernel is named by its vmlinux build id; every const has a range (V >= 1, and
     # BLK's scale span leaves 2*V in a 32-bit register).
     assert text.startswith(
