@@ -101,17 +101,6 @@ static int xsie_arm(const u32 *ids, u32 n, u32 mode)
 
 	if (!n || mode > XSIE_MODE_GLOBAL)
 		return -EINVAL;
-	if (mode == XSIE_MODE_PER_THREAD) {
-		/*
-		 * Its kretprobes sit on the functions' ftrace sites (a kretprobe must be at the
-		 * entry), and arming and disarming them under a plug load crashed Debian's 6.1
-		 * guest within seconds (RIP 0 with interrupts off: an int3 at an ftrace kprobe,
-		 * which has no instruction slot). The other modes place no probe on an ftrace site.
-		 */
-		pr_warn("per-thread transition refused: kretprobes on ftrace sites are unsafe "
-			"under load on this kernel; use global\n");
-		return -EOPNOTSUPP;
-	}
 	for (i = 0; i < n; i++) {
 		struct xsie_const *c = xsie_const_get(ids[i]);
 

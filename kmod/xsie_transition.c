@@ -155,6 +155,12 @@ static int xsie_safe_place(struct xsie_safe *ss, bool counters)
 	int ret;
 
 	if (!counters) {
+		/*
+		 * A kretprobe sits on the function's entry, its ftrace site: an ftrace kprobe.
+		 * Placing and removing these under a plug load crashed the guest under
+		 * multi-threaded TCG (a vCPU ran a stale translation of the patched site); under
+		 * single-threaded TCG long arm/disarm storms ran clean (kmod/README.md).
+		 */
 		memset(&ss->rp, 0, sizeof(ss->rp));
 		ss->rp.kp.addr = (kprobe_opcode_t *)ss->start;
 		ss->rp.entry_handler = xsie_rp_entry;

@@ -1,6 +1,7 @@
-# Transitions: per-thread refused, global (switch when no thread is inside a safe span: one
-# stop_machine count, then self-converging refcounts), later changes in each mode (flips), and
-# unloading the module while a global transition waits.
+# Transitions: per-thread (executions entered after the switch use V, one entered before finishes
+# with the old value), global (switch when no thread is inside a safe span: one stop_machine count,
+# then self-converging refcounts), later changes in each mode (flips), and unloading the module
+# while a global transition waits.
 . /xsie/lib.sh
 require_consts BLK_MAX_REQUEST_COUNT SHRINK_BATCH MAX_SOFTIRQ_RESTART
 BLK=$(const_id BLK_MAX_REQUEST_COUNT)
@@ -10,16 +11,29 @@ ensure_xsie
 nullb_setup
 testload_setup
 
-# per-thread: refused (its kretprobes sit on ftrace sites, which crashed this kernel under a plug load).
-load_const "$BLK" > /dev/null
-dmesg -c > /dev/null
-if $XSIECTL arm "$BLK" per-thread > /dev/null 2>&1; then
-	fail per_thread_refused "per-thread mode armed"
-	$XSIECTL disarm "$BLK"
+# per-thread: a drop_caches thread parks inside do_shrink_slab before the arm, having read
+# SHRINK_BATCH (128) at the function's start; released after the switch, that execution keeps
+# scanning in batches of 128 until it leaves, and a drop_caches entered after the switch scans in
+# batches of V = 32. The kretprobe on do_shrink_slab sits on its ftrace site.
+load_const "$SHR" > /dev/null
+$XSIECTL set "$SHR" 32
+park_in_shrinker
+if $XSIECTL arm "$SHR" per-thread > /dev/null; then
+	unpark
+	b=$(field max_nr_to_scan < "$TESTLOAD"/shrinker)
+	check per_thread_old_execution "batch $b in the execution entered before the switch (expect 128)" [ "$b" = 128 ]
+	b=$(shrink_batch)
+	st=$($XSIECTL status "$SHR")
+	check per_thread_new_execution "batch $b in an execution entered after the switch (expect 32): $st" \
+		[ "$b" = 32 -a "$(echo "$st" | field state)" = 3 ]
+	$XSIECTL disarm "$SHR"
+	b=$(shrink_batch)
+	check per_thread_disarmed "batch $b after disarm (expect 128)" [ "$b" = 128 ]
 else
-	check per_thread_refused "$(dmesg | grep 'per-thread' | tail -n 1)" dmesg_has "per-thread transition refused"
+	unpark
+	fail per_thread_old_execution "per-thread arm refused: $(dmesg | tail -n 1)"
 fi
-$XSIECTL unload "$BLK"
+$XSIECTL unload "$SHR"
 
 # global with nobody inside: complete inside the one stop_machine. handle_softirqs has an
 # out-of-line part (handle_softirqs.cold): the stack scan counts frames there as inside.
@@ -71,7 +85,7 @@ $XSIECTL disarm "$SHR"
 # crashed in some runs, also before anything was armed in this test: not understood, see README.)
 nspans=$(load_const "$BLK" > /dev/null && $XSIECTL status "$BLK" | field spans)
 $XSIECTL unload "$BLK"
-for mode in immediate global; do
+for mode in immediate global per-thread; do
 	load_const "$BLK" > /dev/null
 	$XSIECTL set "$BLK" 8
 	$XSIECTL arm "$BLK" "$mode" > /dev/null
@@ -86,8 +100,9 @@ for mode in immediate global; do
 		[ "$d" = "$v" ] && ok=$((ok + 1))
 	done
 	st=$($XSIECTL status "$BLK")
-	check "later_changes_$mode" "$ok of $n later changes in effect, $nspans spans (value:depth$seen)" [ "$ok" = "$n" ]
-	metric "flip_ns_$mode" "$(echo "$st" | field transition_ns)"
+	name=$(echo "$mode" | tr - _)
+	check "later_changes_$name" "$ok of $n later changes in effect, $nspans spans (value:depth$seen)" [ "$ok" = "$n" ]
+	metric "flip_ns_$name" "$(echo "$st" | field transition_ns)"
 	$XSIECTL disarm "$BLK" && $XSIECTL unload "$BLK"
 done
 # rmmod while a global transition waits: every probe goes, the parked thread finishes normally.

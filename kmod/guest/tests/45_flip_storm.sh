@@ -1,10 +1,15 @@
-# Value flips of BLK_MAX_REQUEST_COUNT as fast as they complete while plug loads run on two disks:
-# every flip places and removes the entry/exit monitors of the safe spans in functions the load
-# is inside all the time. The kernel must neither oops nor warn; flips must keep completing.
+# Value flips of BLK_MAX_REQUEST_COUNT as fast as they complete while plug loads run on two disks,
+# armed per-thread (STORM_MODE): the entry/exit counters of the safe spans stay placed from arm to
+# disarm and count during each flip, and the kretprobes on the functions' ftrace sites track every
+# execution. The kernel must neither oops nor warn; flips must keep completing.
 . /xsie/lib.sh
 . /xsie/case/lib.sh
 STORM_S=${STORM_S:-20}
-case_arm
+STORM_MODE=${STORM_MODE:-per-thread}
+ensure_xsie
+load_const "$BLK" > /dev/null
+$XSIECTL set "$BLK" 32
+$XSIECTL arm "$BLK" "$STORM_MODE" > /dev/null || { fail flip_storm_arm "arm $STORM_MODE refused"; exit 0; }
 storm_start flip_storm || exit 0
 end=$(($(date +%s) + STORM_S))
 flips=0 refused=0
@@ -19,4 +24,4 @@ $XSIECTL unload "$BLK"
 storm_stop flip_storm
 metric flip_storm_flips "$flips"
 metric flip_storm_refused "$refused"
-check flip_storm_flips "$flips flips, $refused refused in ${STORM_S}s" [ "$flips" -gt 0 ]
+check flip_storm_flips "$flips flips, $refused refused in ${STORM_S}s ($STORM_MODE)" [ "$flips" -gt 0 ]
