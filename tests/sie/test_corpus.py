@@ -27,6 +27,14 @@ def test_corpus_oracle(engine):
     assert len({c.program for c in cases}) >= 30
     assert not failed, "retuned binaries must behave exactly like rebuilt ones"
     assert all(c.detail and c.detail[0] for c in refused), "every refusal names its reason"
+    # Several allowed values are compared per retuned case, and the probes a table's constraints
+    # refuse are refused by the engine (a wrong acceptance is a failure above).
+    few = [
+        (c.name, c.probes)
+        for c in passed
+        if len(c.probes) < 2 or set(c.probes) <= set(c.table.consts[0].values)
+    ]
+    assert not few, f"cases checked with fewer than 2 values, or with analysis values only: {few}"
     # What must be refused: data layout and stack frames that depend on the constant.
     for c in refused:
         if c.program in ("static_table", "stack_array"):
@@ -163,6 +171,45 @@ def test_divisibility_found_by_a_coprime_build(engine):
     assert c.verdict == "pass", c.detail
     with pytest.raises(ScopeError, match="not a multiple of 32"):
         const.check_value(97)
+    # The oracle checked several multiples of 32 no analysis value is, and the engine refused the
+    # probe values that are none.
+    assert len(c.probes) >= oracle.MIN_PROBES and len(set(c.probes) - set(const.values)) >= 2, c.probes
+    assert c.refused_values == [48, 100, 16, 5, 257], c.refused_values
+
+
+def test_multiple_of_found_by_residue(engine):
+    """gcc -O3 vectorizes `for (i < K)` by 4 with a remainder for K mod 4: K = 128, 100, 200 give one
+    shape, the coprime and odd-gcd validation builds another; the multiples of 4 near the values,
+    validated with an odd multiple of 4 not analyzed, make V a multiple of 4. Retuned to multiples of
+    4 no build used it prints what the rebuilds print; other values are refused by the engine."""
+    spec = oracle.make_spec(oracle.CORPUS / "vector_sum.c", "gcc", "-O3", [128, 100, 200])
+    c = oracle.run_case(oracle.Case("vector_sum", "gcc", "-O3", spec))
+    const = c.table.consts[0]
+    assert (const.multiple_of, const.power_of_two) == (4, False), c.table.notes
+    assert any("factor of 4" in n and "validated with" in n for n in c.table.notes), c.table.notes
+    assert c.verdict == "pass", c.detail
+    assert len(set(c.probes) - set(const.values)) >= 2, c.probes
+    # 100 and 256 of the PROBES are allowed; 101 is inside the range, no multiple of 4.
+    assert (c.probes[:2], c.refused_values) == ([100, 256], [48, 16, 5, 101]), (c.probes, c.refused_values)
+    with pytest.raises(ScopeError, match="not a multiple of 4"):
+        const.check_value(const.min_value + 2)
+
+
+def test_fully_unrolled_loop_refused():
+    """A loop the compiler copies once per iteration (clang -O2, gcc -O3 at K = 64) has code of its
+    own for every K: no factor's multiples share the shape, and the refusal says why, with the
+    instruction counts the builds showed."""
+    for cc, opt in (("clang", "-O2"), ("gcc", "-O3")):
+        const = analyze(oracle.case("vector_sum", cc, opt).spec).consts[0]
+        unrolled = [r for r in const.refusals if r.function == "compute"]
+        assert not const.tunable and unrolled, (cc, opt)
+        assert "fully unrolled" in unrolled[0].reason, unrolled[0]
+        assert "K=32: " in unrolled[0].detail and "tried multiples of 4" in unrolled[0].detail
+    # gcc -O3 unrolls backoff's doubling once per bit of K: a shape for each power of two, no loop
+    # copy per iteration; the refusal names the shapes seen and the multiples tried.
+    const = analyze(oracle.case("backoff", "gcc", "-O3").spec).consts[0]
+    r = const.refusals[0]
+    assert "fully unrolled" not in r.reason and "instructions; tried multiples of 4" in r.detail, r
 
 
 def test_span_groups(engine):

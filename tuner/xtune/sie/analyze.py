@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from xtune.sie.datavalues import DataRead, data_words, read_piece
@@ -15,6 +16,7 @@ from xtune.sie.entries import Entries, function_entries
 from xtune.sie.lift import DIVISORS_POW2, SCRATCH, Lifted, Unsupported, fit, lift, reduced_multiplier
 from xtune.sie.linear import Region
 from xtune.sie.liveness import result_bytes_read
+from xtune.sie.residue import FACTORS, branches_back, residue_values, shapes_text, unrolled, validation_values
 from xtune.sie.scope import (
     BinaryId,
     PerfConst,
@@ -70,26 +72,31 @@ def analyze(spec: Spec) -> ScopeTable:
             paths, vals, spec.constant, src, spec.function_filter, spec.persistent, spec.library
         )
 
-    outputs, values, (lowest, highest), notes = _same_shape(spec, outputs)
+    outputs, values, (lowest, highest), notes, seen = _same_shape(spec, outputs)
     table = scope(outputs, values)
     table.notes += notes
     const = table.consts[0]
+    residue = 1
+    if const.refusals and all(r.reason == SHAPE + SHAPE_HINT for r in const.refusals):
+        found = _by_residue(spec, scope, values[0], seen)
+        if isinstance(found, str):
+            _name_shapes(const, spec.constant, values[0], seen, found)
+        else:
+            outputs, values, residue, table = found
+            table.notes[:0] = notes
+            const = table.consts[0]
     if not const.tunable:
         table.analysis_seconds = round(time.monotonic() - t0, 3)
         return table
 
     def why_not(extra: int) -> str:
-        """Why a build with `extra` does not give the same spans ("" when it does)."""
-        wide = scope([*outputs, build_one(spec, extra)], [*values, extra]).consts[0]
-        if not wide.tunable:
-            r = wide.refusals[0]
-            return f"{r.function}: {r.reason.removesuffix(SHAPE_HINT)}"
-        if [(s.function, s.start) for s in wide.spans] != [(s.function, s.start) for s in const.spans]:
-            return "the spans differ"
-        return ""
+        return _why_not(spec, scope, outputs, values, const, extra)
 
+    if residue > 1:  # validated by _by_residue with an odd multiple of the factor
+        const.multiple_of = residue
+        _add_constraint(const, f"multiple of {residue}")
     coprime = _coprime_to(values)
-    why = why_not(coprime)
+    why = why_not(coprime) if residue == 1 else ""
     if why:
         table.notes.append(f"with {spec.constant}={coprime} (coprime to the values analyzed): {why}")
         g = math.gcd(*values)
@@ -102,18 +109,26 @@ def analyze(spec: Spec) -> ScopeTable:
             const.power_of_two = True
             _add_constraint(const, "power of two")
             table.notes.append(f"with {spec.constant}={odd}: {why_odd}; values must be powers of two")
-        else:
+        elif isinstance(found := _by_residue(spec, scope, values[0], seen), str):
             const.refusals.append(
                 Refusal(
                     "",
                     "the code holds only for the values analyzed",
-                    f"with {spec.constant}={coprime}: {why}; with {spec.constant}={odd}: {why_odd}",
+                    f"with {spec.constant}={coprime}: {why}; with {spec.constant}={odd}: {why_odd};"
+                    f" tried {found}",
                 )
             )
             table.analysis_seconds = round(time.monotonic() - t0, 3)
             return table
+        else:
+            outputs, values, residue, wider = found
+            wider.notes[:0] = table.notes
+            table, const = wider, wider.consts[0]
+            const.multiple_of = residue
+            _add_constraint(const, f"multiple of {residue}")
     low, high = min(values), max(values)
-    for probe in (1, low // 4):
+    m = const.multiple_of  # the smallest allowed value and a quarter of the lowest, as allowed
+    for probe in (m, low // 4 // m * m):
         if 0 < probe < low and _allowed(const, probe) and not why_not(probe):
             const.min_value = probe
             break
@@ -138,15 +153,19 @@ def analyze(spec: Spec) -> ScopeTable:
 SUBSTITUTES = 3  # values tried in place of one whose build has another code shape
 
 
-def _same_shape(spec: Spec, outputs: list[Path]) -> tuple[list[Path], list[int], tuple[int, int], list[str]]:
+def _same_shape(
+    spec: Spec, outputs: list[Path]
+) -> tuple[list[Path], list[int], tuple[int, int], list[str], dict[int, Path]]:
     """Builds whose code has the original build's shape, with the range they bound.
 
     A compiler may emit other code for one value (clang's `movsx; xor rax, -0x80` for
     `(signed char)(n + 128)`, where other values give `add dil, K; movsx`). Such a value is
     replaced by one halfway to the original, up to SUBSTITUTES times, and the range then stays on
     the original's side of it: a retuned binary never runs a value whose rebuild is known to be
-    other code. When no substitute has the shape, the value stays, and the shape refusal with it."""
+    other code. When no substitute has the shape, the value stays, and the shape refusal with it.
+    Also returns every build made, by value."""
     values, outputs = list(spec.values), list(outputs)
+    seen = dict(zip(values, outputs, strict=True))
     lowest, highest = -(2**63), 2**63 - 1
     notes: list[str] = []
     first = ElfCode(outputs[0])
@@ -158,7 +177,7 @@ def _same_shape(spec: Spec, outputs: list[Path]) -> tuple[list[Path], list[int],
             v = (values[0] + v) // 2
             if v in values or v in tried or v == values[0]:
                 break
-            path = build_one(spec, v)
+            path = seen[v] = build_one(spec, v)
         if not tried or _shape_differs(first, ElfCode(path), spec.function_filter):
             continue
         if v > values[0]:
@@ -170,7 +189,91 @@ def _same_shape(spec: Spec, outputs: list[Path]) -> tuple[list[Path], list[int],
             f" {v} instead, and the range stays {'below' if v > values[0] else 'above'} {tried[-1]}"
         )
         values[i], outputs[i] = v, path
-    return outputs, values, (lowest, highest), notes
+    return outputs, values, (lowest, highest), notes, seen
+
+
+Scope = Callable[[list[Path], list[int]], ScopeTable]  # the table of these builds (analyze's `scope`)
+
+
+def _why_not(
+    spec: Spec, scope: Scope, outputs: list[Path], values: list[int], const: PerfConst, extra: int
+) -> str:
+    """Why a build with `extra` does not give the same spans as `const` ("" when it does)."""
+    wide = scope([*outputs, build_one(spec, extra)], [*values, extra]).consts[0]
+    if not wide.tunable:
+        r = wide.refusals[0]
+        return f"{r.function}: {r.reason.removesuffix(SHAPE_HINT)}"
+    if [(s.function, s.start) for s in wide.spans] != [(s.function, s.start) for s in const.spans]:
+        return "the spans differ"
+    return ""
+
+
+def _by_residue(
+    spec: Spec, scope: Scope, v0: int, seen: dict[int, Path]
+) -> tuple[list[Path], list[int], int, ScopeTable] | str:
+    """(outputs, values, factor, table) of the first factor F of residue.FACTORS whose multiples
+    near the spec's values (residue_values) have the original's shape and whose spans hold for a
+    validation build with an odd multiple of F; else what each factor showed, as text. Builds made
+    are added to `seen`."""
+    first = ElfCode(seen[v0])
+    tried: list[str] = []
+    sets: list[list[int]] = []
+    for f in FACTORS:
+        vals = residue_values(spec.values, f)
+        if vals is None or vals in sets:  # the same builds show the same
+            continue
+        sets.append(vals)
+        for v in vals[1:]:
+            seen.setdefault(v, build_one(spec, v))
+        paths = [seen[v] for v in vals]
+        other = [v for v in vals[1:] if _shape_differs(first, ElfCode(seen[v]), spec.function_filter)]
+        if other:
+            tried.append(f"multiples of {f} ({', '.join(map(str, vals))}): {other[0]} has another shape")
+            continue
+        table = scope(paths, vals)
+        const = table.consts[0]
+        if not const.tunable:
+            tried.append(f"multiples of {f} ({', '.join(map(str, vals))}): {const.refusals[0].reason}")
+            continue
+        checks = validation_values(vals, f)
+        why = ""
+        for check in checks:
+            why = _why_not(spec, scope, paths, vals, const, check)
+            seen.setdefault(check, build_one(spec, check))
+            if why:
+                break
+        if why:
+            tried.append(f"multiples of {f} ({', '.join(map(str, vals))}): with {check}: {why}")
+            continue
+        table.notes.append(
+            f"{spec.constant}={', '.join(map(str, spec.values))} give code of other shapes (a loop unrolled"
+            f" or vectorized by a factor of {f}, its remainder depending on {spec.constant} mod {f}):"
+            f" analyzed with {', '.join(map(str, vals))} and validated with {' and '.join(map(str, checks))};"
+            f" values must be"
+            f" multiples of {f}"
+        )
+        return paths, vals, f, table
+    return "; ".join(tried) or f"no multiples ({v0} is no multiple of {FACTORS[0]})"
+
+
+def _name_shapes(const: PerfConst, name: str, v0: int, seen: dict[int, Path], tried: str) -> None:
+    """The shape refusals name the instruction counts the builds showed, what the multiples of
+    the factors showed, and say when the function looks fully unrolled."""
+    codes = {v: ElfCode(p) for v, p in seen.items()}
+    for r in const.refusals:
+        listings = {
+            v: disassemble(c, c.functions[r.function]) for v, c in codes.items() if r.function in c.functions
+        }
+        if v0 not in listings:
+            continue
+        counts = {v: sum(not i.is_nop for i in lst) for v, lst in listings.items()}
+        if unrolled(counts, v0, branches_back(listings[v0], codes[v0].functions[r.function].vaddr)):
+            r.reason = (
+                f"{SHAPE}: the loop is fully unrolled: its code is one copy per iteration (it grows"
+                f" with {name}), so every value has code of its own and SIE retunes operands only;"
+                " keep the constant in a variable here, or cap the unrolling (`#pragma GCC unroll 4`)"
+            )
+        r.detail = f"{r.detail}; {shapes_text(name, counts)}; tried {tried}"
 
 
 def _shape_differs(a: ElfCode, b: ElfCode, only: str) -> bool:

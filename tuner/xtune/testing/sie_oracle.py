@@ -34,6 +34,10 @@ PASS_RATE = 0.899
 KILL_GRACE_S = 10  # a killed target is reaped at once unless its tracer is stuck
 VALUES = [64, 32, 128]
 PROBES = [48, 100, 16, 256, 5]
+# Values each retuned case is checked with at least (when its range allows): a table whose
+# constraints refuse most PROBES (`multiple_of`, `power_of_two`) is checked with allowed values
+# no analysis build used besides (`probe_values`).
+MIN_PROBES = 3
 INPUTS = [
     -1000,
     -129,
@@ -70,6 +74,10 @@ class Case:
     table: ScopeTable | None = None
     verdict: str = ""  # pass | fail | refused
     detail: list[str] = field(default_factory=list)
+    probes: list[int] = field(default_factory=list)  # the values retuned to and compared
+    # PROBES the table refuses, and with `multiple_of` or `power_of_two` a value of its range that
+    # breaks them: each must be refused by the engine
+    refused_values: list[int] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -199,6 +207,23 @@ def _accepts(const: PerfConst, value: int) -> bool:
     return True
 
 
+def probe_values(const: PerfConst) -> list[int]:
+    """The PROBES the table allows and, while fewer than MIN_PROBES, allowed values that are no
+    analysis value (odd multiples of `multiple_of` from 5 on, then powers of two), then the analysis
+    values other than the original (a range of few allowed values, e.g. powers of two up to 512)."""
+    probes = [v for v in PROBES if _accepts(const, v)]
+    m = const.multiple_of
+    extra = [m * k for k in range(5, 40, 2) if m * k not in const.values] + [
+        2**k for k in range(1, 31) if 2**k not in const.values
+    ]
+    for v in [*extra, *const.values[1:]]:
+        if len(probes) >= MIN_PROBES:
+            break
+        if v not in probes and _accepts(const, v):
+            probes.append(v)
+    return probes
+
+
 def run_case(case: Case, force_int3: bool = False) -> Case:
     case.table = analyze(case.spec)
     const = case.table.consts[0]
@@ -206,7 +231,10 @@ def run_case(case: Case, force_int3: bool = False) -> Case:
         case.verdict = "refused"
         case.detail = [f"{r.function}: {r.reason} {r.detail}".strip() for r in const.refusals]
         return case
-    probes = [v for v in PROBES if _accepts(const, v)]
+    probes = case.probes = probe_values(const)
+    case.refused_values = [v for v in PROBES if not _accepts(const, v)]
+    if probes and (const.multiple_of > 1 or const.power_of_two):  # inside the range, off the constraint
+        case.refused_values.append(probes[0] + 1)
     binary = Path(case.table.binary.path)
     t = Target(command(case.spec, binary))
     try:
@@ -219,6 +247,13 @@ def run_case(case: Case, force_int3: bool = False) -> Case:
         ok = bool(probes)
         if not probes:
             case.detail.append("no probe value inside the validated range")
+        for v in case.refused_values:  # refused by the engine itself, from the plan (no `const` here)
+            try:
+                eng.set_value(t.p.pid, "K", v)
+            except eng.SieError:
+                continue
+            ok = False
+            case.detail.append(f"K={v}: the engine took a value the table refuses")
         for v in probes:
             eng.set_value(t.p.pid, "K", v, const)
             got, want = t.ask(INPUTS), reference(case.spec, v)
