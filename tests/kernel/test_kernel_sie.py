@@ -56,7 +56,7 @@ GUEST_CHECKS = [
     "budget_baseline", "budget_load", "budget_arm", "budget_v1236", "budget_v2468", "budget_applied",
     "budget_disarmed", "budget_text_restored",
     "hystart_load", "hystart_arm", "hystart_sets", "hystart_disarmed", "hystart_text_restored",
-    "shifts_hystart_load", "shifts_rack_load", "shifts_arm", "shifts_int3", "shifts_sets",
+    "shifts_decode_refused", "shifts_hystart_load", "shifts_rack_load", "shifts_arm", "shifts_int3", "shifts_sets",
     "shifts_count_bounds", "shifts_spans_run", "shifts_rack_effect", "shifts_disarmed",
     "shifts_text_restored",
     "constraints_multiple_refused", "constraints_multiple_accepted", "constraints_applied",
