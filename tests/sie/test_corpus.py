@@ -193,6 +193,13 @@ def test_multiple_of_found_by_residue(engine):
     assert (c.probes[:2], c.refused_values) == ([100, 256], [48, 16, 5, 101]), (c.probes, c.refused_values)
     with pytest.raises(ScopeError, match="not a multiple of 4"):
         const.check_value(const.min_value + 2)
+    # 126 and 190 themselves have other shapes (no halfway substitute has the original's): the
+    # multiples of 4 nearest to them in the range, 132 and 188, are analyzed instead.
+    spec = oracle.make_spec(oracle.CORPUS / "vector_sum.c", "gcc", "-O3", [128, 126, 190])
+    c = oracle.run_case(oracle.Case("vector_sum", "gcc", "-O3", spec))
+    const = c.table.consts[0]
+    assert (const.values, const.multiple_of) == ([128, 132, 188], 4), c.table.notes
+    assert c.verdict == "pass" and len(set(c.probes) - {128, 132, 188}) >= 2, (c.detail, c.probes)
 
 
 def test_fully_unrolled_loop_refused():
