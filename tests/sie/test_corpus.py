@@ -212,11 +212,8 @@ def test_fully_unrolled_loop_refused():
         assert not const.tunable and unrolled, (cc, opt)
         assert "fully unrolled" in unrolled[0].reason, unrolled[0]
         assert "K=32: " in unrolled[0].detail and "tried multiples of 4" in unrolled[0].detail
-    # gcc -O3 unrolls backoff's doubling once per bit of K: a shape for each power of two, no loop
-    # copy per iteration; the refusal names the shapes seen and the multiples tried.
-    const = analyze(oracle.case("backoff", "gcc", "-O3").spec).consts[0]
-    r = const.refusals[0]
-    assert "fully unrolled" not in r.reason and "instructions; tried multiples of 4" in r.detail, r
+        # Every K has its own code: the band with the original's shape is too narrow to fit.
+        assert "too narrow to fit" in unrolled[0].detail, unrolled[0].detail
 
 
 def test_span_groups(engine):

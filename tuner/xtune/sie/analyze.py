@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from xtune.sie.band import MIN_BAND, edge, fit_values, validation_value
 from xtune.sie.datavalues import DataRead, data_words, read_piece
 from xtune.sie.differ import FunctionDiff, diff_data, diff_functions
 from xtune.sie.disasm import disassemble
@@ -34,6 +35,7 @@ from xtune.sie.synth import DIV_EXACT_BELOW, SynthError, relocated, seed_piece, 
 from xtune.sie.variants import build_one, build_variants
 
 SHAPE = "code shape depends on the constant"
+SAME_CODE = "no function's code depends on the constant in these builds"
 SHAPE_HINT = (
     ": the compiler emits other instructions for other values, and SIE retunes operands only;"
     " analyze values that give the same code, or keep the constant in a variable here"
@@ -79,7 +81,19 @@ def analyze(spec: Spec) -> ScopeTable:
     residue = 1
     if const.refusals and all(r.reason == SHAPE + SHAPE_HINT for r in const.refusals):
         found = _by_residue(spec, scope, values[0], seen)
-        if isinstance(found, str):
+        banded = _by_band(spec, scope, values[0], seen) if isinstance(found, str) else None
+        if isinstance(banded, str):
+            _name_shapes(const, spec.constant, values[0], seen, f"{found}; {banded}")
+        elif banded is not None:
+            table = banded
+            table.notes[:0] = notes
+            const = table.consts[0]
+            if const.tunable:
+                const.min_value = max(const.min_value or lowest, lowest)
+                const.max_value = min(const.max_value or highest, highest, _division_limit(const))
+            table.analysis_seconds = round(time.monotonic() - t0, 3)
+            return table
+        elif isinstance(found, str):
             _name_shapes(const, spec.constant, values[0], seen, found)
         else:
             outputs, values, residue, table = found
@@ -200,6 +214,11 @@ def _why_not(
 ) -> str:
     """Why a build with `extra` does not give the same spans as `const` ("" when it does)."""
     wide = scope([*outputs, build_one(spec, extra)], [*values, extra]).consts[0]
+    return _spans_differ(wide, const)
+
+
+def _spans_differ(wide: PerfConst, const: PerfConst) -> str:
+    """Why `wide` (the table of more builds) does not give the same spans as `const` ("" when it does)."""
     if not wide.tunable:
         r = wide.refusals[0]
         return f"{r.function}: {r.reason.removesuffix(SHAPE_HINT)}"
@@ -254,6 +273,60 @@ def _by_residue(
         )
         return paths, vals, f, table
     return "; ".join(tried) or f"no multiples ({v0} is no multiple of {FACTORS[0]})"
+
+
+def _by_band(spec: Spec, scope: Scope, v0: int, seen: dict[int, Path]) -> ScopeTable | str:
+    """The table of builds inside the band around `v0` whose builds have its shape (band.py),
+    fitted on the original and two values of the band and validated with one more and with every
+    other build of the band; its range is the band. Else why not, as text. Builds made are added to
+    `seen`, and a note lists them."""
+    first = ElfCode(seen[v0])
+
+    def same(v: int) -> bool:
+        seen.setdefault(v, build_one(spec, v))
+        return not _shape_differs(first, ElfCode(seen[v]), spec.function_filter)
+
+    known = {v: same(v) for v in seen}
+    before = set(known)
+    lo, hi = edge(v0, min(spec.values), known, same), edge(v0, max(spec.values), known, same)
+    built = sorted(set(known) - before)
+    band = f"the band of {spec.constant} with the original's shape is {lo}..{hi}"
+    searched = f"(bisected with {', '.join(map(str, built)) or 'no build'} besides the values built before)"
+    if hi - lo + 1 < MIN_BAND:
+        return f"{band} {searched}: too narrow to fit on 2 values besides {v0} and validate on another"
+    vals = fit_values(v0, lo, hi, known)
+    other = [v for v in vals if not known.setdefault(v, same(v))]
+    if other:  # a value between two builds of the shape has another: the band is no interval
+        return f"{band} {searched}, but {spec.constant}={other[0]} inside it has another shape"
+    check = validation_value(lo, hi, vals)
+    assert check is not None  # MIN_BAND leaves a value
+    table = scope([seen[v] for v in vals], vals)
+    const = table.consts[0]
+    fitted = f"{band} {searched}; fitted on {', '.join(map(str, vals))}"
+    if not const.tunable:
+        if [r.reason for r in const.refusals] == [SAME_CODE]:
+            return (
+                f"{fitted}: their builds are the same code (the code depends on a coarser function of"
+                f" {spec.constant}), so there is no operand to retune inside the band"
+            )
+        r = const.refusals[0]
+        return f"{fitted}: {r.function or 'the unit'}: {r.reason}"
+    # Every same-shape build of the band is a check too: the spans must hold for it as fitted.
+    checks = [check] + sorted(v for v in known if known[v] and lo <= v <= hi and v not in vals and v != check)
+    seen.setdefault(check, build_one(spec, check))
+    wide = scope([seen[v] for v in [*vals, *checks]], [*vals, *checks]).consts[0]
+    why = _spans_differ(wide, const)
+    if why:
+        return f"{fitted}, with {', '.join(map(str, checks))}: {why}"
+    const.min_value, const.max_value = lo, hi
+    others = sorted(v for v in spec.values if not lo <= v <= hi)
+    table.notes.append(
+        f"{spec.constant}={', '.join(map(str, others))} give code of other shapes, and no factor's multiples"
+        f" share the original's: {band} {searched}, analyzed with {', '.join(map(str, vals))} and validated"
+        f" with {', '.join(map(str, checks))}; values outside it are refused (the shape is assumed constant"
+        " between two builds of the original's shape)"
+    )
+    return table
 
 
 def _name_shapes(const: PerfConst, name: str, v0: int, seen: dict[int, Path], tried: str) -> None:
@@ -364,7 +437,7 @@ def analyze_binaries(
             continue
         _data_read(r, codes[0], const, persistent)
     if not const.spans and not const.refusals:
-        const.refusals.append(Refusal("", "no function's code depends on the constant in these builds"))
+        const.refusals.append(Refusal("", SAME_CODE))
     if any(s.state.form == "log2" for s in const.spans):
         const.power_of_two = True
         _add_constraint(const, "power of two")

@@ -209,13 +209,17 @@ def _accepts(const: PerfConst, value: int) -> bool:
 
 def probe_values(const: PerfConst) -> list[int]:
     """The PROBES the table allows and, while fewer than MIN_PROBES, allowed values that are no
-    analysis value (odd multiples of `multiple_of` from 5 on, then powers of two), then the analysis
-    values other than the original (a range of few allowed values, e.g. powers of two up to 512)."""
+    analysis value (odd multiples of `multiple_of` from 5 on, then powers of two, then the values
+    nearest the middle of the range, for a narrow one), then the analysis values other than the
+    original (a range of few allowed values, e.g. powers of two up to 512)."""
     probes = [v for v in PROBES if _accepts(const, v)]
     m = const.multiple_of
     extra = [m * k for k in range(5, 40, 2) if m * k not in const.values] + [
         2**k for k in range(1, 31) if 2**k not in const.values
     ]
+    if const.min_value is not None and const.max_value is not None:  # a narrow range (a band): its middle
+        mid = (const.min_value + const.max_value) // 2
+        extra += [v for d in range(64) for v in (mid - d, mid + d) if v not in const.values]
     for v in [*extra, *const.values[1:]]:
         if len(probes) >= MIN_PROBES:
             break
