@@ -36,7 +36,13 @@ KERNELX = {
         "budget",
         ("jiffies of the hw queue's delayed-work timer (BFQ idling on null_blk)", r"budget_v\d+"),
     ),
-    "HYSTART_DELAY_MAX": ("hystart", None),
+    "HYSTART_DELAY_MAX": (
+        "hystart",
+        (
+            "window at HyStart's delay exit on a sch_netem line of 800 ms RTT, V=1 s against 16 ms",
+            r"hystart_effect",
+        ),
+    ),
     "HYSTART_DELAY_MIN_SHIFT": ("shifts", None),
     "TCP_RACK_MIN_RTT_SHIFT": (
         "shifts",
@@ -47,24 +53,9 @@ KERNELX = {
     ),
 }
 NO_EFFECT = {
-    "HYSTART_DELAY_MAX": "not observed: over loopback the span is rarely reached; with segmentation "
-    "offload off it runs, but TCG's RTT jitter beats the 4 ms floor",
     "HYSTART_DELAY_MIN_SHIFT": "not observed: on the sch_netem line the delay exits did not separate "
     "V=1 from V=6 reliably",
 }
-# The TCP shift counts are literals of .c files (xtune analyze --kernel-site): FILE, the line's text, TOKEN.
-SHIFT_SITES = {
-    "HYSTART_DELAY_MIN_SHIFT": ("net/ipv4/tcp_cubic.c", "ca->delay_min >> 3", "3"),
-    "TCP_RACK_MIN_RTT_SHIFT": ("net/ipv4/tcp_recovery.c", "tcp_min_rtt(tp) >> 2", "2"),
-}
-
-
-def shift_site(name: str) -> str:
-    """FILE:LINE:TOKEN of a SHIFT_SITES entry, its line found by its text in the prepared tree."""
-    file, text, token = SHIFT_SITES[name]
-    lines = (kernel_build.KernelEnv.fetch().source / file).read_text().splitlines()
-    [line] = [n for n, s in enumerate(lines, 1) if text in s]
-    return f"{file}:{line}:{token}"
 
 
 def analysis_times() -> tuple[kernel.KernelAnalysis, dict[str, float]]:
@@ -84,8 +75,9 @@ def guest_metrics() -> dict[str, int]:
 def kernelx_outcomes() -> dict[str, dict]:
     """Each KernelX perf-const analyzed from scratch, then one guest running their tests."""
     out: dict[str, dict] = {}
+    shift_sites = kernel_guest.shift_sites()
     for name in KERNELX:
-        site = shift_site(name) if name in SHIFT_SITES else ""
+        site = shift_sites.get(name, "")
         t0 = time.monotonic()
         result = kernel.analyze([] if site else [name], {}, fresh=True, sites={name: site} if site else None)
         const = result.table.const(name)
@@ -96,8 +88,8 @@ def kernelx_outcomes() -> dict[str, dict]:
             "refusals": [f"{r.function}: {r.reason}" for r in const.refusals],
         }
     tests = sorted((paths.ROOT / "kmod/guest/tests").glob("5[5-8]_*.sh"))
-    defines = [c for c in KERNELX if c not in SHIFT_SITES]
-    sites = {c: out[c]["site"] for c in SHIFT_SITES}
+    defines = [c for c in KERNELX if c not in kernel_guest.SHIFT_SITES]
+    sites = {c: out[c]["site"] for c in kernel_guest.SHIFT_SITES}
     console, _ = kernel_guest.run_script("bench/kernelx_consts", defines, tests, sites=sites)
     results = dict(re.findall(r"^XSIE-RESULT (\S+) (PASS|FAIL)", console, re.M))
     for name, (prefix, effect) in KERNELX.items():

@@ -15,6 +15,10 @@ dmesg_has() { dmesg | grep -q "$1"; }
 field() { # field KEY <<< "k=v k2=v2": the value of KEY
 	tr ' ' '\n' | sed -n "s/^$1=//p" | head -n 1
 }
+counter() { # counter FILE GROUP KEY: one counter of /proc/net/netstat or /proc/net/snmp
+	awk -v g="$2:" -v k="$3" '$1 == g { if (!n) { for (i = 2; i <= NF; i++) col[$i] = i; n = 1 } else print $col[k] }' "$1"
+}
+tcpext() { counter /proc/net/netstat TcpExt "$1"; } # tcpext KEY: one TcpExt counter
 ensure_xsie() { grep -q '^xsie ' /proc/modules || insmod /xsie/modules/xsie.ko; }
 const_id() { # the id of a perf-const in the spans file
 	sed -n "s/^const \([0-9]*\) $1\$/\1/p" /xsie/spans.txt

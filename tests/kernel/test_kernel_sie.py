@@ -26,6 +26,7 @@ from xtune.sie.kernel import source as kernel_build
 from xtune.sie.kernel import verify as kernel_verify
 from xtune.sie.kernel.defines import find_define
 from xtune.sie.scope import ScopeError, ScopeTable, Update
+from xtune.testing import kernel_guest
 
 KMOD = paths.ROOT / "kmod"
 CONSTS = [
@@ -33,11 +34,6 @@ CONSTS = [
     # KernelX's other perf-consts (guest/tests/55-57).
     "NR_MAX_BATCHED_MIGRATION", "BLK_MQ_RESOURCE_DELAY", "BLK_MQ_BUDGET_DELAY", "HYSTART_DELAY_MAX",
 ]  # fmt: skip
-# KernelX's two TCP shift counts, literals of .c files (guest/tests/58): FILE, the line's text, TOKEN.
-SHIFT_SITES = {
-    "HYSTART_DELAY_MIN_SHIFT": ("net/ipv4/tcp_cubic.c", "ca->delay_min >> 3", "3"),
-    "TCP_RACK_MIN_RTT_SHIFT": ("net/ipv4/tcp_recovery.c", "tcp_min_rtt(tp) >> 2", "2"),
-}
 # BLK values: 2*V must stay below 128 or gcc switches to a 16-bit add (a different code shape).
 VALUES = {"BLK_MAX_REQUEST_COUNT": [32, 8, 48]}
 TESTLOAD_LIMITS = [100, 60, 150]
@@ -55,7 +51,8 @@ GUEST_CHECKS = [
     "resource_applied", "resource_disarmed", "resource_text_restored",
     "budget_baseline", "budget_load", "budget_arm", "budget_v1236", "budget_v2468", "budget_applied",
     "budget_disarmed", "budget_text_restored",
-    "hystart_load", "hystart_arm", "hystart_sets", "hystart_disarmed", "hystart_text_restored",
+    "hystart_load", "hystart_arm", "hystart_sets", "hystart_effect", "hystart_disarmed",
+    "hystart_text_restored",
     "shifts_decode_refused", "shifts_hystart_load", "shifts_rack_load", "shifts_arm", "shifts_int3",
     "shifts_sets",
     "shifts_count_bounds", "shifts_spans_run", "shifts_rack_effect", "shifts_disarmed",
@@ -118,20 +115,10 @@ def first_conditional_jump(unit: str, function: str) -> int:
     )
 
 
-def shift_sites() -> dict[str, str]:
-    """SHIFT_SITES as NAME -> FILE:LINE:TOKEN, each line found by its text in the prepared tree."""
-    source = kernel_build.KernelEnv.fetch().source
-    sites = {}
-    for name, (file, text, token) in SHIFT_SITES.items():
-        [line] = [n for n, s in enumerate((source / file).read_text().splitlines(), 1) if text in s]
-        sites[name] = f"{file}:{line}:{token}"
-    return sites
-
-
 @pytest.fixture(scope="session")
 def analysis(tmp_path_factory: pytest.TempPathFactory) -> tuple[kernel.KernelAnalysis, Path]:
     out = tmp_path_factory.mktemp("kernel-analysis")
-    result = kernel.analyze(CONSTS, VALUES, sites=shift_sites())
+    result = kernel.analyze(CONSTS, VALUES, sites=kernel_guest.shift_sites())
     build_kmod()
     limit = analyze_testload_limit()
     spans = out / "spans.txt"
@@ -231,12 +218,13 @@ def test_analysis_spans(analysis: tuple[kernel.KernelAnalysis, Path]) -> None:
     text = spans.read_text()
     assert "span 2 set do_shrink_slab" in text
     assert "span 0 scale blk_add_rq_to_plug 0x2e 19c083e0e083c0406639c2 0x33 ax 32 1 0 32 64\n" in text
-    shifts = {c: [(s.function, s.update.kind) for s in table.const(c).spans] for c in SHIFT_SITES}
+    sites = kernel_guest.SHIFT_SITES
+    shifts = {c: [(s.function, s.update.kind) for s in table.const(c).spans] for c in sites}
     assert shifts == {
         "HYSTART_DELAY_MIN_SHIFT": [("cubictcp_acked", "shift")],
         "TCP_RACK_MIN_RTT_SHIFT": [("tcp_rack_detect_loss", "shift")],
     }
-    assert f"span {len(CONSTS) + len(SHIFT_SITES)} cmp testload_over " in text
+    assert f"span {len(CONSTS) + len(sites)} cmp testload_over " in text
     # The running kernel is named by its vmlinux build id; every const has a range (V >= 1, and
     # BLK's scale span leaves 2*V in a 32-bit register).
     assert text.startswith(

@@ -1,15 +1,19 @@
 # HYSTART_DELAY_MAX: CUBIC's HyStart leaves slow start when a round's least RTT exceeds the least
 # RTT seen by clamp(delay_min / 8, HYSTART_DELAY_MIN = 4 ms, HYSTART_DELAY_MAX); the span is that
 # bound, computed once a round has 8 RTT samples at a window of 16 segments or more.
-# Effect not observed in the guest: a loopback download (HTTP, busybox httpd and wget, MTU 1500)
-# reached the span once in six downloads of 4 MiB and never in four of 32 MiB (loopback's
-# segmentation offload packs a round into fewer than 8 ACKs), and the guest has no delay line
-# (busybox tc has no netem) for a path where delay_min / 8 exceeds the bound. With segmentation
-# offload off (Debian's ethtool run in the guest by hand) the span ran 21-56 times per four
-# downloads, but TCG's RTT jitter beats the 4 ms floor: delay exits came in 2 of 4 downloads with
-# the compiled value unarmed, 0 armed at it, and 0 and 2 with V = 1. So this script checks
-# that the const loads, arms, takes several values under that load, disarms and unloads byte-exact,
-# and reports the span's hits and TCPHystartDelayDetect as metrics, not as checks.
+# Over plain loopback the span is rarely reached (segmentation offload packs a round into fewer
+# than 8 ACKs), and with a short RTT delay_min / 8 is under the 4 ms floor, where TCG's RTT jitter
+# decides (sch_netem `delay 10ms 4ms`: no separation). So the effect check uses a long path where
+# the bound decides: sch_netem on loopback with `delay 400ms rate 8mbit` (RTT 800 ms: delay_min / 8
+# = 100 ms exceeds the compiled 16 ms), HyStart's delay detection alone (hystart_detect = 2: no
+# ACK-train exits), 1.5 MiB downloads. Slow start's queue at the rate limit passes 16 ms a round
+# before it passes 100 ms: at the compiled 16 ms each download leaves slow start by delay at a
+# window below 480 segments, at V = 1 s (threshold delay_min / 8) at 480 or more, or not at all.
+# Seen in four guest runs of this script (two downloads a value each): 336-340 against 656-668; in
+# one more with 3 MiB downloads, 330-336 against 575-656 (and 656 against 1296 at 16 Mbit/s). The
+# four downloads take about 30 s.
+# It also checks that the const loads, arms, takes several values under a loopback download,
+# disarms and unloads byte-exact.
 . /xsie/lib.sh
 require_consts HYSTART_DELAY_MAX
 ID=$(const_id HYSTART_DELAY_MAX)
@@ -18,10 +22,6 @@ ip link set lo up mtu 1500
 mkdir -p /tmp/www
 dd if=/dev/zero of=/tmp/www/blob bs=64k count=64 2> /dev/null
 httpd -p 127.0.0.1:8080 -h /tmp/www
-tcpext() { # the value of one TcpExt counter
-	awk -v k="$1" '$1 == "TcpExt:" { if (!n) { for (i = 2; i <= NF; i++) col[$i] = i; n = 1 } else print $col[k] }' \
-		/proc/net/netstat
-}
 downloads() { for i in 1 2 3; do timeout 30 wget -q -O /dev/null http://127.0.0.1:8080/blob; done; }
 d0=$(tcpext TCPHystartDelayDetect)
 out=$(load_const "$ID") && pass hystart_load "$out" || fail hystart_load "$out"
@@ -36,6 +36,35 @@ st=$($XSIECTL status "$ID")
 echo "$st"
 metric hystart_span_hits "$(echo "$st" | field hits)"
 metric hystart_delay_exits "$(($(tcpext TCPHystartDelayDetect) - d0))"
+# The long path. Kept metrics off: a closed connection's ssthresh would start the next one.
+dd if=/dev/zero of=/tmp/www/small bs=64k count=24 2> /dev/null
+metrics_save=$(cat /proc/sys/net/ipv4/tcp_no_metrics_save)
+detect_save=$(cat /sys/module/tcp_cubic/parameters/hystart_detect)
+echo 1 > /proc/sys/net/ipv4/tcp_no_metrics_save
+echo 2 > /sys/module/tcp_cubic/parameters/hystart_detect
+insmod /xsie/modules/sch_netem.ko 2> /dev/null
+seen="" later=0 t0=$(cut -d. -f1 /proc/uptime)
+out=$(/xsie/bin/tc qdisc add dev lo root netem delay 400ms rate 8mbit limit 100000 2>&1) ||
+	seen=" sch_netem refused: $out" later=-9
+for v in 16000 1000000 16000 1000000; do
+	$XSIECTL set "$ID" "$v"
+	d0=$(tcpext TCPHystartDelayDetect) c0=$(tcpext TCPHystartDelayCwnd)
+	got=$(timeout 30 wget -q -O - http://127.0.0.1:8080/small | wc -c)
+	exits=$(($(tcpext TCPHystartDelayDetect) - d0)) cwnd=$(($(tcpext TCPHystartDelayCwnd) - c0))
+	seen="$seen V=$v:$exits/$cwnd/$got"
+	if [ "$v" = 16000 ]; then
+		[ "$exits" = 1 ] && [ "$cwnd" -lt 480 ] && later=$((later + 1))
+	else
+		[ "$cwnd" -ge $((480 * exits)) ] && [ "$exits" -le 1 ] && later=$((later + 1))
+	fi
+	[ "$got" = 1572864 ] || later=-9
+done
+/xsie/bin/tc qdisc del dev lo root
+rmmod sch_netem
+echo "$detect_save" > /sys/module/tcp_cubic/parameters/hystart_detect
+echo "$metrics_save" > /proc/sys/net/ipv4/tcp_no_metrics_save
+check hystart_effect "delay exits/window at exit/bytes per download:$seen in $(($(cut -d. -f1 /proc/uptime) - t0)) s (expect V=16000 1/<480, V=1000000 0 or 1/>=480, all whole)" \
+	[ "$later" = 4 ]
 $XSIECTL disarm "$ID"
 back=$($XSIECTL status "$ID")
 check hystart_disarmed "status after disarm: $back" [ "$(echo "$back" | field state)" = 1 ]

@@ -26,10 +26,6 @@ ip link set lo up
 mkdir -p /tmp/www
 dd if=/dev/zero of=/tmp/www/blob bs=64k count=64 2> /dev/null
 httpd -p 127.0.0.1:8080 -h /tmp/www
-counter() { # counter FILE GROUP KEY: one counter of /proc/net/netstat or /proc/net/snmp
-	awk -v g="$2:" -v k="$3" '$1 == g { if (!n) { for (i = 2; i <= NF; i++) col[$i] = i; n = 1 } else print $col[k] }' "$1"
-}
-tcpext() { counter /proc/net/netstat TcpExt "$1"; }
 retrans() { counter /proc/net/snmp Tcp RetransSegs; }
 hits() { $XSIECTL status "$1" | field hits; }
 downloads() { # downloads N: N loopback downloads of the 4 MiB blob; prints how many came whole

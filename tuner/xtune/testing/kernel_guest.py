@@ -14,12 +14,18 @@ from pathlib import Path
 
 from xtune import paths
 from xtune.sie.kernel import analyze as kernel
+from xtune.sie.kernel import source as kernel_build
 
 KMOD = paths.ROOT / "kmod"
 HEAVY_LOCK = "/tmp/xtune-heavy.lock"
 # BLK values: 2*V must stay below 128 or gcc switches to a 16-bit add (a different code shape).
 VALUES = {"BLK_MAX_REQUEST_COUNT": [32, 8, 48]}
 CRASH = re.compile(r"Oops|BUG:|WARNING:|general protection|kernel panic")
+# KernelX's two TCP shift counts, literals of .c files (guest/tests/58): FILE, the line's text, TOKEN.
+SHIFT_SITES = {
+    "HYSTART_DELAY_MIN_SHIFT": ("net/ipv4/tcp_cubic.c", "ca->delay_min >> 3", "3"),
+    "TCP_RACK_MIN_RTT_SHIFT": ("net/ipv4/tcp_recovery.c", "tcp_min_rtt(tp) >> 2", "2"),
+}
 
 
 def kernel_env() -> str:
@@ -27,6 +33,17 @@ def kernel_env() -> str:
         [str(KMOD / "harness" / "fetch-kernel.sh")], capture_output=True, text=True, check=True
     )
     return run.stdout.strip()
+
+
+def shift_sites() -> dict[str, str]:
+    """SHIFT_SITES as NAME -> FILE:LINE:TOKEN (xtune analyze --kernel-site), each line found by its
+    text in the prepared kernel tree."""
+    source = kernel_build.KernelEnv.fetch().source
+    sites = {}
+    for name, (file, text, token) in SHIFT_SITES.items():
+        [line] = [n for n, s in enumerate((source / file).read_text().splitlines(), 1) if text in s]
+        sites[name] = f"{file}:{line}:{token}"
+    return sites
 
 
 def run_script(
