@@ -67,7 +67,7 @@ retune() { # retune PREFIX ID MEASURE ORIG V...: MEASURE prints ORIG before, eac
 	check "${prefix}_baseline" "$measure: $base (expect $orig)" [ "$base" = "$orig" ]
 	out=$(load_const "$id") && pass "${prefix}_load" "$out" || fail "${prefix}_load" "$out"
 	$XSIECTL set "$id" "$1"
-	$XSIECTL arm "$id" immediate
+	out=$($XSIECTL arm "$id" immediate) && pass "${prefix}_arm" "$out" || fail "${prefix}_arm" "$out"
 	for v in "$@"; do
 		$XSIECTL set "$id" "$v"
 		got=$($measure)
@@ -77,6 +77,9 @@ retune() { # retune PREFIX ID MEASURE ORIG V...: MEASURE prints ORIG before, eac
 	$XSIECTL disarm "$id"
 	back=$($measure)
 	check "${prefix}_disarmed" "$measure after disarm: $back (expect $orig)" [ "$back" = "$orig" ]
+	$XSIECTL unload "$id"
+	# loading again checks every span's bytes against the spans file: the text is as before
+	out=$(load_const "$id") && pass "${prefix}_text_restored" "$out" || fail "${prefix}_text_restored" "$out"
 	$XSIECTL unload "$id"
 }
 require_consts() { # end the test (as a failure) unless every named perf-const is in the spans file

@@ -34,21 +34,30 @@ metric transition_ns_global_parked_200ms "$(echo "$st" | field transition_ns)"
 metric refcount_updates_global_parked "$(echo "$st" | field refcount_updates)"
 $XSIECTL disarm "$SHR" > /dev/null
 
-# Later changes of BLK (two spans: each a flip): `set` to in effect.
-$XSIECTL set "$BLK" 8
-$XSIECTL arm "$BLK" immediate > /dev/null
-total=0 n=0
-for v in 16 64 8 128 32 16 96 8 48 24; do
-	t0=$(now_ns)
-	$XSIECTL set "$BLK" "$v" && $XSIECTL wait "$BLK" 3000 > /dev/null && {
-		total=$((total + $(now_ns) - t0))
-		n=$((n + 1))
-	}
+$XSIECTL arm "$SIRQ" per-thread > /dev/null
+$XSIECTL wait "$SIRQ" 2000 > /dev/null
+metric transition_ns_per_thread_idle "$($XSIECTL status "$SIRQ" | field transition_ns)"
+$XSIECTL disarm "$SIRQ" > /dev/null
+
+# Later changes of BLK (two spans: each a flip), per arming mode: `set` to in effect.
+for mode in immediate per-thread; do
+	$XSIECTL set "$BLK" 8
+	$XSIECTL arm "$BLK" "$mode" > /dev/null
+	total=0 n=0
+	for v in 16 64 8 128 32 16 96 8 48 24; do
+		t0=$(now_ns)
+		$XSIECTL set "$BLK" "$v" && $XSIECTL wait "$BLK" 3000 > /dev/null && {
+			total=$((total + $(now_ns) - t0))
+			n=$((n + 1))
+		}
+	done
+	suffix=
+	[ "$mode" = per-thread ] && suffix=_per_thread
+	metric "flips_in_effect$suffix" "$n"
+	metric "flip_set_to_effect_ns_mean$suffix" $((total / (n > 0 ? n : 1)))
+	$XSIECTL set "$BLK" 32
+	$XSIECTL disarm "$BLK" > /dev/null
 done
-metric flips_in_effect "$n"
-metric flip_set_to_effect_ns_mean $((total / (n > 0 ? n : 1)))
-$XSIECTL set "$BLK" 32
-$XSIECTL disarm "$BLK" > /dev/null
 
 # Per-hit cost: BLK (int3 probes on blk_add_rq_to_plug) with a plugging load, and
 # MAX_SOFTIRQ_RESTART (a jump-optimized probe) with softirq bursts.
