@@ -51,7 +51,14 @@ KERNELX = {
             r"hystart_effect",
         ),
     ),
-    "HYSTART_DELAY_MIN_SHIFT": ("shifts", None),
+    "HYSTART_DELAY_MIN_SHIFT": (
+        "shifts",
+        (
+            "window at HyStart's delay exit on a sch_netem line of 800 ms RTT with HYSTART_DELAY_MAX at 1 s, "
+            "V=3 against V=6",
+            r"shifts_hystart_effect",
+        ),
+    ),
     "TCP_RACK_MIN_RTT_SHIFT": (
         "shifts",
         (
@@ -60,10 +67,7 @@ KERNELX = {
         ),
     ),
 }
-NO_EFFECT = {
-    "HYSTART_DELAY_MIN_SHIFT": "not observed: on the sch_netem line the delay exits did not separate "
-    "V=1 from V=6 reliably",
-}
+NO_EFFECT: dict[str, str] = {}
 
 
 def analysis_times() -> tuple[kernel.KernelAnalysis, dict[str, float]]:
