@@ -1,10 +1,17 @@
 """Fixtures shared by every integration test."""
 
 import os
+import signal
 import subprocess
 
 import pytest
 from xtune import paths
+
+# A background job of a non-interactive shell starts with SIGINT ignored, and Python then keeps it
+# ignored, as do the programs the tests start (an ignored signal stays ignored across exec). The
+# tests that interrupt a run with Ctrl-C need it to act: a handler here is reset to the default in
+# every child at exec.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # `make test-fast` (pytest -m fast): modules that need no root, no network namespace, no daemon and
 # no kernel build, and run in seconds.
