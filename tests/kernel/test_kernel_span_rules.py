@@ -39,16 +39,22 @@ straight:
 """
 
 
-def analyze(tmp_path: Path, join: bool) -> kernel.KernelAnalysis:
-    src = tmp_path / "spans.S"
-    src.write_text(SOURCE)
+def analyze_source(
+    tmp_path: Path, name: str, source: str, values: list[int], flags: list[str]
+) -> kernel.KernelAnalysis:
+    """Assembles `source` once per value of VAL (with the -D `flags`) and analyzes the objects."""
+    src = tmp_path / name
+    src.write_text(source)
     objects = []
-    for v in VALUES:
-        obj = tmp_path / f"{v}-{int(join)}.o"
-        flags = ["-DJOIN"] if join else []
+    for v in values:
+        obj = tmp_path / f"{src.stem}-{v}-{'-'.join(flags)}.o"
         subprocess.run(["gcc", "-c", f"-DVAL={v}", *flags, str(src), "-o", str(obj)], check=True)
         objects.append(obj)
-    return kernel.analyze_objects("VAL", objects, VALUES, "spans.S")
+    return kernel.analyze_objects("VAL", objects, values, name)
+
+
+def analyze(tmp_path: Path, join: bool) -> kernel.KernelAnalysis:
+    return analyze_source(tmp_path, "spans.S", SOURCE, VALUES, ["-DJOIN"] if join else [])
 
 
 def test_probe_on_a_join_point_is_refused(tmp_path: Path) -> None:
@@ -165,15 +171,7 @@ in_memory:
 
 
 def analyze_shifts(tmp_path: Path, refused: bool) -> kernel.KernelAnalysis:
-    src = tmp_path / "shifts.S"
-    src.write_text(SHIFT_SOURCE)
-    objects = []
-    for v in SHIFT_VALUES:
-        obj = tmp_path / f"shifts-{v}-{int(refused)}.o"
-        flags = ["-DREFUSED"] if refused else []
-        subprocess.run(["gcc", "-c", f"-DVAL={v}", *flags, str(src), "-o", str(obj)], check=True)
-        objects.append(obj)
-    return kernel.analyze_objects("VAL", objects, SHIFT_VALUES, "shifts.S")
+    return analyze_source(tmp_path, "shifts.S", SHIFT_SOURCE, SHIFT_VALUES, ["-DREFUSED"] if refused else [])
 
 
 def test_shift_count_spans(tmp_path: Path) -> None:
