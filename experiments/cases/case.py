@@ -12,6 +12,7 @@ from pathlib import Path
 from xtune.host.netns import VethPair
 
 from cases.loopdev import LoopDevice
+from cases.perf_const import PerfConst
 from cases.shaped import ShapedPath
 
 HERE = Path(__file__).resolve().parent
@@ -44,6 +45,9 @@ class Case:
     # Only the sysctls the server's namespace holds; the host-wide ones are listed as not applied.
     namespace_only: bool = False
     topology: Callable[[], VethPair | ShapedPath] = VethPair  # the server cases' namespaces
+    # A compiled-in constant of the server retuned live through SIE: the case runs the binary its
+    # scope table was made for, and its BO SLO file names the running server (SERVER_PID, PLAN).
+    perf_const: PerfConst | None = None
 
     def variables(self, pair: VethPair | ShapedPath, serve_dir: Path, quick: bool) -> dict[str, str]:
         return {

@@ -3,11 +3,15 @@ by one per repetition (round robin), so drift on the shared host spreads over al
 
 Every value goes through xrtd (one transaction per contender; the keys a contender does not set
 keep their defaults) and the server, if the case has one, restarts after each change (the accept
-backlog is fixed at listen()). A run whose metric is missing is recorded as failed, not as zero.
+backlog is fixed at listen()). A contender that sets a perf-const has it armed in the new server
+process through SIE for its run, and put back before the server stops (perf_const.py); a run
+that cannot arm it fails, never runs stock in its place. A run whose metric is missing is
+recorded as failed, not as zero.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable
 
@@ -17,6 +21,7 @@ from xtune.knobs.actuator import Actuator
 from xtune.knobs.table import KnobClient, KnobError
 from xtune.tuning.benchmark import MetricMissing, run_benchmark
 
+from cases.perf_const import ArmingFailed, LiveConst
 from cases.profiles import Contender, is_sysfs, key_of, scope, sysfs_choices, sysfs_value
 from cases.servers import Server
 
@@ -100,6 +105,17 @@ def probe(
             actuator.apply({knobs[target].name: defaults[target]}, "probe: back to default")
 
 
+def perf_const_armed(
+    live: LiveConst | None, server: Server | None, c: Contender, rep: int
+) -> contextlib.AbstractContextManager[None]:
+    """The contender's perf-const armed in the server process just started (interleave)."""
+    if live is None or server is None or server.proc is None or set(c.perf_consts) != {live.const.knob}:
+        have = live.const.knob if live else "none"
+        raise ArmingFailed(f"{c.name} sets {sorted(c.perf_consts)}; this case's server takes {have}")
+    value = c.perf_consts[live.const.knob]
+    return live.armed(server.proc.pid, value, f"case contender {c.name}, repetition {rep + 1}")
+
+
 def interleave(
     actuator: Actuator,
     knobs: dict[str, Knob],
@@ -110,7 +126,9 @@ def interleave(
     objective: str,
     reps: int,
     progress: Callable[[str], None] = print,
+    live: LiveConst | None = None,
 ) -> dict[str, list[dict]]:
+    """Each contender's runs; `live`: the case's perf-const, armed for the contenders that set it."""
     node = expr.parse(objective)
     runs: dict[str, list[dict]] = {c.name: [] for c in contenders}
     for rep in range(reps):
@@ -122,12 +140,18 @@ def interleave(
                 server.stop()
                 server.start()
             try:
-                run = run_benchmark(bench)
-            except MetricMissing as e:
+                with contextlib.ExitStack() as arming:
+                    if c.perf_consts:
+                        arming.enter_context(perf_const_armed(live, server, c, rep))
+                    run = run_benchmark(bench)
+            except (MetricMissing, ArmingFailed) as e:
                 runs[c.name].append({"rep": rep, "failed": str(e)})
                 progress(f"  rep {rep + 1} {c.name}: failed: {e}")
                 continue
             value = expr.evaluate(node, run.values)
-            runs[c.name].append({"rep": rep, "objective": value, "metrics": run.values})
+            done = {"rep": rep, "objective": value, "metrics": run.values}
+            if c.perf_consts:
+                done["perf_consts"] = dict(c.perf_consts)  # in effect (SIE) throughout this run
+            runs[c.name].append(done)
             progress(f"  rep {rep + 1} {c.name}: {value:,.1f}")
     return runs

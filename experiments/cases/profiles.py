@@ -26,6 +26,8 @@ class Contender:
     name: str
     source: str
     settings: dict[str, int | str] = field(default_factory=dict)  # target -> value
+    # Compiled-in constants set in the running server through SIE (perf_const.py): knob -> value.
+    perf_consts: dict[str, int] = field(default_factory=dict)
     not_applicable: list[dict[str, object]] = field(default_factory=list)
     notes: str = ""
 

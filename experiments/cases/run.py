@@ -6,6 +6,12 @@ every key any contender touches are read (the defaults contender, and the before
 its best values join the paper's profile, the TuneD profiles and the defaults in the interleaved
 measurement; xrtd restores everything; the place's and the host's values are read again and
 compared.
+
+A case with a perf-const (the key-value case's PROTO_IOBUF_LEN, through SIE) starts its server
+before BO, from the binary its scope table names (refused if the build id differs), and gives
+`xtune run` the server's pid and the engine's plan: the SLO file tunes that running process and
+has no workload of its own. The server restarts for the interleaved runs as in every case, and
+the perf-const is armed on each new process of a contender that sets it (interleave.py).
 """
 
 from __future__ import annotations
@@ -32,6 +38,8 @@ from cases import tuned
 from cases.case import Case, Place
 from cases.interleave import defaults_of, drop, interleave, knobs_for, probe, refused
 from cases.paired import compare
+from cases.perf_const import BACKEND as SIE_BACKEND
+from cases.perf_const import LiveConst, split
 from cases.profiles import Contender, from_slo_file, in_namespace, is_sysfs, key_of, limit
 from cases.servers import SERVERS
 from cases.slo_lines import check, excluded
@@ -137,18 +145,39 @@ def run_case(
     try:
         with case.place(work, quick) as place:
             variables = {**place.variables, "BUDGET": str(budget)}
+            server = None
+            if case.server is not None:
+                (work / "server").mkdir()
+                server = SERVERS[case.server](case.server, place.netns or "", case.port, work / "server")
+            sie: dict[str, Any] | None = None
+            if case.perf_const is not None:
+                assert server is not None, f"{case.name}: a perf-const needs the case's server"
+                pc = case.perf_const
+                binary = pc.checked_binary()  # before anything starts: never another build
+                server.binary = str(binary)
+                plan = pc.write_plan(work / f"{pc.name}.plan")
+                stack.callback(server.stop)  # on every way out, after xrtd (the stack unwinds LIFO)
+                server.start()  # BO tunes this process: SIE's arming lives in it
+                assert server.proc is not None
+                variables.update(pc.variables(server.proc.pid, plan))
+                sie = {"const": pc.name, "knob": pc.knob, "binary": str(binary), "scope": pc.scope.name,
+                       "build_id": pc.table().binary.build_id, "plan": plan}  # fmt: skip
             bo_slo = load(case.bo_file, variables)
             contenders, missing = contenders_of(case, place)
             contenders = [c for c in contenders if only is None or c.name in only]
             with_bo = only is None or "xtune-bo" in only
-            bo_targets = {k.name: k.target for k in bo_slo.knobs}
+            bo_knobs = {k.name: k for k in bo_slo.knobs}
+            bo_targets = {k.name: k.target for k in bo_slo.knobs if k.backend != SIE_BACKEND}
             targets = sorted({t for c in contenders for t in c.settings} | set(bo_targets.values()))
             keys = sorted({key_of(t)[0] for t in targets if not is_sysfs(t)})
             before = host_values(keys)
             defaults = defaults_of(targets, place.netns)
             # xrtd's allow-list names exactly the sysctls the contenders set (net.* is its default;
-            # its default sysfs rule, /sys/block/*/queue/*, takes the loop device's queue).
+            # its default sysfs rule, /sys/block/*/queue/*, takes the loop device's queue) and, with
+            # a perf-const, the one executable whose running processes SIE may retune.
             allow = ["sysctl:net.*"] + [f"sysctl:{k}*" for k in keys if not k.startswith("net.")]
+            if sie is not None:
+                allow.append(f"sie-user:{sie['binary']}")
             svc = stack.enter_context(Services(families=[], observe=False, allow=allow))
             bo: dict[str, Any] = {"trials": 0, "result": None}
             best = kept = None
@@ -156,13 +185,16 @@ def run_case(
                 log(f"{case.name}: xtune BO, budget {budget}")
                 bo = tune_bo(case, variables, svc.xrtd_socket, work, log)
                 best = (bo["result"] or {}).get("best")
+            if server is not None:
+                server.stop()  # with a perf-const, BO's process (disarmed by xtune run on its exit)
             xtune = Contender(
                 "xtune-bo", f"{case.bo_file.name}: best of {bo['trials']} trials, measured again"
             )
             if with_bo:
                 kept = (bo["result"] or {}).get("kept_original")
             if best:
-                xtune.settings = {bo_targets[n]: best_value(bo_slo.knob(n), v) for n, v in best.items()}
+                values = {n: best_value(bo_slo.knob(n), v) for n, v in best.items()}
+                xtune.settings, xtune.perf_consts = split(values, bo_knobs)
                 contenders.append(xtune)
             elif kept:  # xtune's answer is the defaults: no trial beat them when measured again
                 xtune.source = f"{case.bo_file.name}: kept the defaults ({kept})"
@@ -172,19 +204,18 @@ def run_case(
             no = refused(svc.xrtd_socket, knobs)
             drop(contenders, no)
             knobs = {t: k for t, k in knobs.items() if t not in no}
-            server = None
-            if case.server is not None:
-                server = SERVERS[case.server](case.server, place.netns or "", case.port, work / "server")
-                (work / "server").mkdir()
             actuator = Actuator(svc.xrtd_socket, list(knobs.values()))
             try:
                 for c in contenders:
                     probe(actuator, knobs, defaults, c)
                 log(f"{case.name}: {len(contenders)} contenders x {reps} repetitions, interleaved")
                 assert bo_slo.benchmark is not None
+                live = None
+                if case.perf_const is not None and sie is not None:
+                    live = LiveConst(case.perf_const, sie["plan"], svc.xrtd_socket)
                 runs = interleave(
                     actuator, knobs, defaults, contenders, server, bo_slo.benchmark,
-                    bo_slo.objective.expression, reps, log,
+                    bo_slo.objective.expression, reps, log, live,
                 )  # fmt: skip
             finally:
                 if server is not None:
@@ -206,6 +237,9 @@ def run_case(
         bo_slo.comparisons(),
         {c.name: [r["metrics"] for r in runs[c.name] if "metrics" in r] for c in contenders},
     )
+    if sie is not None:
+        sie = {k: v for k, v in sie.items() if k != "plan"}
+        sie["contenders"] = [c.name for c in contenders if c.perf_consts]
     paired, verdict = compare(objectives, bo_slo.objective.sign > 0, excluded(judged))
     out: dict[str, Any] = {
         "objective": bo_slo.objective.expression,
@@ -219,6 +253,8 @@ def run_case(
         },
         "verdict": verdict,
         "missing_contenders": missing,
+        # The perf-const retuned through SIE: the binary every contender ran, and who set it.
+        "sie": sie,
         "host_restored": before == after,
         # The server namespace's (or loop device's) values read again before it goes.
         "place_restored": place_restored,
@@ -237,6 +273,7 @@ def summary(c: Contender, runs: list[dict], p99: str) -> dict:
         "source": c.source,
         "notes": c.notes,
         "values": c.settings,
+        "perf_consts": c.perf_consts,
         "not_applicable": c.not_applicable,
         "objective": mean_ci95([r["objective"] for r in ok]),
         "p99_ms": mean_ci95([r["metrics"][p99] for r in ok]),

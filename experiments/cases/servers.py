@@ -6,6 +6,10 @@ is in another namespace) and RDB snapshots (off, so no run measures a background
 nginx's access log is off: a million log lines per run would measure the disk. PostgreSQL runs a
 private cluster (initdb's own postgresql.conf) with only its port, listen address and socket
 directory set, and one pg_hba.conf line that lets the client's namespace in.
+
+A case may run another build of the same server (`binary`) with the same stock config: the
+key-value case runs redis-server built from Debian's source package, the binary its SIE scope table
+was made for (perf_const.py).
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ class Server(abc.ABC):
     port: int
     dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="xtune-case-")))
     proc: subprocess.Popen[bytes] | None = None
+    binary: str | None = None  # the server's executable (None: the distribution's, found on PATH)
 
     @abc.abstractmethod
     def command(self) -> list[str]:
@@ -97,7 +102,7 @@ class Nginx(Server):
 class Redis(Server):
     def command(self) -> list[str]:
         return [
-            "redis-server", str(REDIS_CONF), "--daemonize", "no", "--supervised", "no",
+            self.binary or "redis-server", str(REDIS_CONF), "--daemonize", "no", "--supervised", "no",
             "--bind", "0.0.0.0", "--protected-mode", "no", "--port", str(self.port),
             "--pidfile", str(self.dir / "redis.pid"), "--logfile", "", "--save", "", "--dir", str(self.dir),
         ]  # fmt: skip
