@@ -4,8 +4,8 @@ A setting is one sysctl field (`net.ipv4.tcp_rmem[2]`) and an integer, or a sysf
 (`/sys/block/loop0/queue/read_ahead_kb`) and an integer or one of the attribute's choices
 (`mq-deadline` of `scheduler`). net.* keys apply in the server's namespace when the kernel keeps
 them per namespace, else host-wide; other keys host-wide. A key the kernel does not have, a value
-count that does not match the key's, or a host value the knob table's int64 cannot hold makes the
-setting not applicable, listed with the reason.
+count that does not match the key's, a key that holds words (`net.ipv4.tcp_congestion_control`), or a
+host value the knob table's int64 cannot hold makes the setting not applicable, listed with the reason.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ class Contender:
 @dataclass(frozen=True)
 class Scope:
     netns: str | None  # a namespace name, None for the host
-    fields: list[int]  # the key's current values (its defaults)
+    fields: list[int | str]  # the key's current values (its defaults): numbers, or words
 
 
 def is_sysfs(target: str) -> bool:
@@ -75,10 +75,7 @@ def scope(key: str, server_netns: str | None) -> Scope | None:
     for ns in places:
         text = netns.sysctl(ns, key)
         if text is not None:
-            try:
-                return Scope(ns, [int(x) for x in text.split()])
-            except ValueError:
-                return None
+            return Scope(ns, [int(x) if re.fullmatch(r"-?\d+", x) else x for x in text.split()])
     return None
 
 
@@ -90,7 +87,9 @@ def add(contender: Contender, key: str, values: list[int], server_netns: str | N
         reason = "this kernel has no such sysctl"
     elif len(where.fields) != len(values):
         reason = f"the kernel's key has {len(where.fields)} fields, the profile gives {len(values)}"
-    elif any(not 0 <= v <= INT64_MAX for v in where.fields):
+    elif any(isinstance(v, str) for v in where.fields):
+        reason = f"the kernel's key holds words ({' '.join(map(str, where.fields))}), the profile numbers"
+    elif any(not 0 <= v <= INT64_MAX for v in where.fields if isinstance(v, int)):
         reason = "the host's value does not fit the knob table's int64"
     if reason is not None:
         contender.not_applicable.append({"key": key, "value": " ".join(map(str, values)), "reason": reason})

@@ -165,7 +165,10 @@ def contender(
         if at_least:
             where = scope(key, server_netns)
             if where is not None and len(where.fields) == len(values):
-                values = [max(v, d) for v, d in zip(values, where.fields, strict=True)]
+                values = [
+                    max(v, d) if isinstance(d, int) else v  # words: add() lists the key as not applicable
+                    for v, d in zip(values, where.fields, strict=True)
+                ]
         add(out, key, values, server_netns)
     for option in profile.disk:
         _disk(out, option, device)
