@@ -46,16 +46,17 @@ def test_bo_file_tunes_the_running_server_over_the_analysis_range() -> None:
     const = kv.IOBUF.table().const(kv.IOBUF.name)
     assert (iobuf.backend, iobuf.target) == ("sie-user", "4242:/tmp/iobuf.plan")
     assert iobuf.range == (const.min_value, const.max_value) and iobuf.scale == "log"
-    bound_at_listen = {"net.core.somaxconn", "net.ipv4.tcp_max_syn_backlog", "net.ipv4.tcp_rmem[1]"}
+    bound_at_listen = {"net.core.somaxconn", "net.ipv4.tcp_max_syn_backlog", "net.ipv4.tcp_rmem[1]",
+                       "net.ipv4.tcp_wmem[1]"}  # fmt: skip
     assert not bound_at_listen & {k.target for k in knobs.values()}
 
 
 def test_split_keeps_perf_consts_by_knob_and_sysctls_by_target() -> None:
     knobs = slo_knobs()
-    best: dict[str, int | str] = {"proto_iobuf_len": 32768, "wmem_max": 1048576, "fin_timeout": 30}
+    best: dict[str, int | str] = {"proto_iobuf_len": 32768, "netdev_backlog": 2048, "fin_timeout": 30}
     settings, consts = split(best, knobs)
     assert consts == {"proto_iobuf_len": 32768}
-    assert settings == {"net.ipv4.tcp_wmem[2]": 1048576, "net.ipv4.tcp_fin_timeout": 30}
+    assert settings == {"net.core.netdev_max_backlog": 2048, "net.ipv4.tcp_fin_timeout": 30}
     with pytest.raises(ValueError, match="proto_iobuf_len"):
         split({"proto_iobuf_len": "big"}, knobs)
 
