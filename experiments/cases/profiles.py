@@ -19,6 +19,10 @@ from xtune.config import load
 from xtune.host import netns
 
 INT64_MAX = 2**63 - 1
+# Pairs the kernel keeps one of: writing either zeroes the other, and the bytes one refuses 0. So a
+# bytes value whose original is 0 (the ratio in force) cannot be written back, and a ratio of 0
+# with no bytes value leaves the kernel no dirty-page threshold at all.
+DIRTY_PAIRS = {"vm.dirty_bytes": "vm.dirty_ratio", "vm.dirty_background_bytes": "vm.dirty_background_ratio"}
 
 
 @dataclass
@@ -91,6 +95,17 @@ def add(contender: Contender, key: str, values: list[int], server_netns: str | N
         reason = f"the kernel's key holds words ({' '.join(map(str, where.fields))}), the profile numbers"
     elif any(not 0 <= v <= INT64_MAX for v in where.fields if isinstance(v, int)):
         reason = "the host's value does not fit the knob table's int64"
+    elif key in DIRTY_PAIRS and where.fields == [0]:
+        reason = (
+            f"the host's 0 means {DIRTY_PAIRS[key]} is in force, and the kernel refuses a write of 0:"
+            " the original could not be put back"
+        )
+    elif key in DIRTY_PAIRS.values() and values == [0]:
+        bytes_key = next(b for b, r in DIRTY_PAIRS.items() if r == key)
+        reason = (
+            f"0 leaves the kernel no dirty-page threshold unless {bytes_key} is written after it"
+            " (writing the ratio zeroes it), and a contender's values go in one unordered transaction"
+        )
     if reason is not None:
         contender.not_applicable.append({"key": key, "value": " ".join(map(str, values)), "reason": reason})
         return
