@@ -31,10 +31,14 @@ SOURCES = [
     "experiments/slo/case-net-bo.yaml",
     "experiments/slo/paper-web-static.yaml",
     "experiments/slo/paper-database-static.yaml",
+    "experiments/real/debian-source.sh",
+    "experiments/real/redis",
     "tuner/xtune/tuning/benchmark.py",
     "tuner/xtune/tuning/bench_loop.py",
     "tuner/xtune/host/netns.py",
     "runtime/xrtd",
+    "runtime/sie",
+    "tuner/xtune/sie",
 ]
 
 
@@ -62,6 +66,15 @@ def main() -> int:
         ],
         "beats_every_other": [
             n for n, c in out["cases"].items() if "xtune-bo" in c["verdict"]["beats_every_other"]
+        ],
+        # The goal's claim is one per case, "ahead of every other contender": an intersection-union
+        # test, whose error is at most 5 % when each of its pairwise tests holds at 5 %, with no
+        # correction (Berger 1982). The Holm reading above corrects over every pair of the case,
+        # xtune's or not, and is the stricter of the two.
+        "beats_every_other_jointly": [
+            n
+            for n, c in out["cases"].items()
+            if "xtune-bo" in c["verdict"]["uncorrected"]["beats_every_other"]
         ],
         "breaks_slo": [n for n, c in out["cases"].items() if "xtune-bo" in c["verdict"]["excluded"]],
     }
