@@ -7,7 +7,8 @@ workload (experiments/cases/).
     python experiments/bench_cases.py --quick    # 2 repetitions, budget 3, 1 s runs (a smoke check)
 
 Writes experiments/results/case_studies.json (with provenance); the README table comes from it
-through experiments/figures.toml (`scripts/check-figures --write`).
+through experiments/figures.toml (`scripts/check-figures --write`), and from it the plot
+(case_studies.png, plots.py) and the report (case_studies.html, case_report.py) beside it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import argparse
 import sys
 import time
 
+import case_report
+import plots
 from cases import block, db, kv, net, web
 from cases.run import run_case
 from resultfile import write_result
@@ -81,6 +84,8 @@ def main() -> int:
     bad = [n for n, c in out["cases"].items() if not (c["host_restored"] and c["place_restored"])]
     path = write_result("case_studies", out, SOURCES)
     print(f"{path} ({out['seconds']} s)")
+    print(plots.render("case_studies"))
+    print(case_report.write())
     if bad:
         print(f"host values not restored after: {bad}", file=sys.stderr)
         return 1

@@ -6,7 +6,8 @@ keep their defaults) and the server, if the case has one, restarts after each ch
 backlog is fixed at listen()). A contender that sets a perf-const has it armed in the new server
 process through SIE for its run, and put back before the server stops (perf_const.py); a run
 that cannot arm it fails, never runs stock in its place. A run whose metric is missing is
-recorded as failed, not as zero.
+recorded as failed, not as zero. The observed defaults run with xobserve up (observed.py); a run
+it did not see fails too.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from xtune.knobs.actuator import Actuator
 from xtune.knobs.table import KnobClient, KnobError
 from xtune.tuning.benchmark import MetricMissing, run_benchmark
 
+from cases.observed import NotObserved, Observer
 from cases.perf_const import ArmingFailed, LiveConst
 from cases.profiles import Contender, is_sysfs, key_of, scope, sysfs_choices, sysfs_value
 from cases.servers import Server
@@ -127,8 +129,10 @@ def interleave(
     reps: int,
     progress: Callable[[str], None] = print,
     live: LiveConst | None = None,
+    observer: Observer | None = None,
 ) -> dict[str, list[dict]]:
-    """Each contender's runs; `live`: the case's perf-const, armed for the contenders that set it."""
+    """Each contender's runs; `live`: the case's perf-const, armed for the contenders that set it;
+    `observer`: xobserve, for the contender measured under it."""
     node = expr.parse(objective)
     runs: dict[str, list[dict]] = {c.name: [] for c in contenders}
     for rep in range(reps):
@@ -143,8 +147,12 @@ def interleave(
                 with contextlib.ExitStack() as arming:
                     if c.perf_consts:
                         arming.enter_context(perf_const_armed(live, server, c, rep))
+                    if c.observed:
+                        if observer is None:
+                            raise NotObserved(f"{c.name} runs under xobserve; this run has no observer")
+                        arming.enter_context(observer.running())
                     run = run_benchmark(bench)
-            except (MetricMissing, ArmingFailed) as e:
+            except (MetricMissing, ArmingFailed, NotObserved) as e:
                 runs[c.name].append({"rep": rep, "failed": str(e)})
                 progress(f"  rep {rep + 1} {c.name}: failed: {e}")
                 continue
@@ -152,6 +160,8 @@ def interleave(
             done = {"rep": rep, "objective": value, "metrics": run.values}
             if c.perf_consts:
                 done["perf_consts"] = dict(c.perf_consts)  # in effect (SIE) throughout this run
+            if c.observed and observer is not None:
+                done["seen"] = dict(observer.last)  # what xobserve's families saw of this run
             runs[c.name].append(done)
             progress(f"  rep {rep + 1} {c.name}: {value:,.1f}")
     return runs

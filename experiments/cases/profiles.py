@@ -34,6 +34,7 @@ class Contender:
     perf_consts: dict[str, int] = field(default_factory=dict)
     not_applicable: list[dict[str, object]] = field(default_factory=list)
     notes: str = ""
+    observed: bool = False  # measured with xobserve running (observed.py): not a tuning contender
 
 
 @dataclass(frozen=True)

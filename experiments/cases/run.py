@@ -4,7 +4,8 @@ Order: the place (namespaces, or a loop device) and a private xrtd start; the ho
 every key any contender touches are read (the defaults contender, and the before/after check);
 `xtune run` tunes the case's BO SLO file (its own server instance as workload, restored on exit);
 its best values join the paper's profile, the TuneD profiles and the defaults in the interleaved
-measurement; xrtd restores everything; the place's and the host's values are read again and
+measurement, with the defaults measured a second time under xobserve (its cost on this load:
+observed.py); xrtd restores everything; the place's and the host's values are read again and
 compared.
 
 A case with a perf-const (the key-value case's PROTO_IOBUF_LEN, through SIE) starts its server
@@ -37,6 +38,8 @@ from xtune.trials.store import Store
 from cases import tuned
 from cases.case import Case, Place
 from cases.interleave import defaults_of, drop, interleave, knobs_for, probe, refused
+from cases.observed import NAME as OBSERVED
+from cases.observed import Observer, overhead
 from cases.paired import compare
 from cases.perf_const import BACKEND as SIE_BACKEND
 from cases.perf_const import LiveConst, split
@@ -213,9 +216,13 @@ def run_case(
                 live = None
                 if case.perf_const is not None and sie is not None:
                     live = LiveConst(case.perf_const, sie["plan"], svc.xrtd_socket)
+                observer = Observer(netns=place.netns, device=place.device)
+                extra = []
+                if "defaults" in (c.name for c in contenders) and (only is None or OBSERVED in only):
+                    extra.append(Contender(OBSERVED, "the defaults with xobserve running", observed=True))
                 runs = interleave(
-                    actuator, knobs, defaults, contenders, server, bo_slo.benchmark,
-                    bo_slo.objective.expression, reps, log, live,
+                    actuator, knobs, defaults, contenders + extra, server, bo_slo.benchmark,
+                    bo_slo.objective.expression, reps, log, live, observer,
                 )  # fmt: skip
             finally:
                 if server is not None:
@@ -240,9 +247,14 @@ def run_case(
     if sie is not None:
         sie = {k: v for k, v in sie.items() if k != "plan"}
         sie["contenders"] = [c.name for c in contenders if c.perf_consts]
-    paired, verdict = compare(objectives, bo_slo.objective.sign > 0, excluded(judged))
+    maximize = bo_slo.objective.sign > 0
+    paired, verdict = compare(objectives, maximize, excluded(judged))
+    observed = None
+    if OBSERVED in runs:  # not a contender: the cost of observing the defaults' own load
+        observed = overhead(observer, runs[OBSERVED], runs["defaults"], maximize, case.p99)
     out: dict[str, Any] = {
         "objective": bo_slo.objective.expression,
+        "maximize": maximize,
         "slo_lines": [line.text for line in bo_slo.comparisons()],
         "p99_metric": case.p99,
         "benchmark": bo_slo.benchmark.command,
@@ -253,6 +265,8 @@ def run_case(
         },
         "verdict": verdict,
         "missing_contenders": missing,
+        # xobserve's cost on this load: the defaults again with it running, interleaved.
+        "observer_overhead": observed,
         # The perf-const retuned through SIE: the binary every contender ran, and who set it.
         "sie": sie,
         "host_restored": before == after,

@@ -26,7 +26,7 @@ def test_block_case_two_contenders_restores_the_host() -> None:
     keys = ["vm.dirty_ratio", "vm.dirty_background_ratio", "vm.swappiness"]
     before, devices = host_values(keys), loop_devices()
     out = run_case(block.CASE, reps=1, budget=1, quick=True, log=lambda _m: None,
-                   only={"defaults", "tuned-throughput-performance"})  # fmt: skip
+                   only={"defaults", "tuned-throughput-performance", "defaults-observed"})  # fmt: skip
     assert set(out["contenders"]) == {"defaults", "tuned-throughput-performance"}
     tuned = out["contenders"]["tuned-throughput-performance"]
     readahead = [t for t in tuned["values"] if t.endswith("/queue/read_ahead_kb")]
@@ -43,6 +43,10 @@ def test_block_case_two_contenders_restores_the_host() -> None:
     assert out["host_restored"] and out["place_restored"]
     assert host_values(keys) == before
     assert loop_devices() == devices
+    # xobserve's block family scoped to the case's device saw the fio run.
+    observed = out["observer_overhead"]
+    assert observed["failed_runs"] == [] and "--block-dev" in observed["xobserve"]
+    assert observed["seen_per_s"]["block_ops"]["mean"] > 0
 
 
 def test_bo_file_benchmark_starts_with_the_interpreter() -> None:

@@ -1,5 +1,6 @@
 """The web case for a few seconds: real nginx and wrk in namespaces, two contenders applied through
-xrtd (defaults, TuneD's network-throughput), and the host's sysctls equal before and after."""
+xrtd (defaults, TuneD's network-throughput), the defaults again under xobserve, and the host's
+sysctls equal before and after."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ def test_web_case_two_contenders_restores_the_host() -> None:
     keys = ["net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "vm.dirty_ratio", "vm.swappiness", "net.core.somaxconn"]
     before = host_values(keys)
     out = run_case(web.CASE, reps=1, budget=1, quick=True, log=lambda _m: None,
-                   only={"defaults", "tuned-network-throughput"})  # fmt: skip
+                   only={"defaults", "tuned-network-throughput", "defaults-observed"})  # fmt: skip
     assert set(out["contenders"]) == {"defaults", "tuned-network-throughput"}
     tuned = out["contenders"]["tuned-network-throughput"]
     assert tuned["values"]["net.ipv4.tcp_rmem[2]"] == 16777216
@@ -28,6 +29,13 @@ def test_web_case_two_contenders_restores_the_host() -> None:
         assert c["failed_runs"] == 0 and c["objective"]["mean"] > 0
     assert out["host_restored"] and out["place_restored"]
     assert host_values(keys) == before
+    # Not a contender: xobserve's cost on the load, judged only on runs its families saw.
+    observed = out["observer_overhead"]
+    assert observed["failed_runs"] == [] and observed["ratio"]["n"] == 1
+    assert "--netns" in observed["xobserve"]
+    seen = observed["seen_per_s"]
+    assert seen["sched_wakeups"]["mean"] > 0 and seen["tcp_rtt_samples"]["mean"] > 0
+    assert "defaults-observed" not in out["verdict"]["beats_defaults"]
 
 
 @pytest.mark.parametrize("name", ["web", "db"])
