@@ -53,6 +53,53 @@ static int write_verified(struct xrtd_knob *k, int64_t value, bool restoring,
 	return ret;
 }
 
+/*
+ * After `k` was written with `value`, every other knob of a coupled backend must still read its
+ * applied value: the kernel keeps some targets together (backend.h). One that moved is written
+ * back and audited with the knob whose write moved it; when that write fails, or moves `k` off
+ * `value` again, the two values cannot be in force together and the error names both (the caller
+ * puts `k` back). A knob that cannot be read now (its namespace gone) is left to its own writes.
+ */
+static int others_hold(struct xrtd_knob *k, int64_t value, char err[XRTD_ERR_LEN])
+{
+	char why[XRTD_ERR_LEN], reason[XT_KNOB_NAME_LEN + 32];
+	int64_t now;
+
+	if (!k->backend->coupled)
+		return 0;
+	snprintf(reason, sizeof(reason), "moved by a write of %s", k->name);
+	for (int i = 0; i < knob_slots_used(); i++) {
+		struct xrtd_knob *o = knob_at(i);
+
+		if (!o || o == k || o->backend != k->backend || o->backend->read(o, &now, why) ||
+		    now == o->applied)
+			continue;
+		audit_change(o, now, o->applied, "held", reason, "xrtd");
+		if (write_verified(o, o->applied, false, why))
+			return xrtd_errf(err, EIO,
+					 "knob %s: writing %" PRId64 " moved knob %s from %" PRId64
+					 " to %" PRId64 ", which cannot be put back: %s",
+					 k->name, value, o->name, o->applied, now, why);
+		if (k->backend->read(k, &now, why) || now != value)
+			return xrtd_errf(
+				err, EIO,
+				"knobs %s = %" PRId64 " and %s = %" PRId64
+				" cannot hold together: the kernel couples them, and writing "
+				"either moves the other",
+				k->name, value, o->name, o->applied);
+	}
+	return 0;
+}
+
+/* Put `k` back to `old` after a write whose effect on other knobs was refused. */
+static void unwrite(struct xrtd_knob *k, int64_t old)
+{
+	char err[XRTD_ERR_LEN];
+
+	if (k->backend->write(k, old, err) || others_hold(k, old, err))
+		fprintf(stderr, "xrtd: knob %s: putting %" PRId64 " back: %s\n", k->name, old, err);
+}
+
 int knob_set(struct xrtd_knob *k, int64_t value, const char *reason, const char *via,
 	     char err[XRTD_ERR_LEN])
 {
@@ -85,6 +132,11 @@ int knob_set(struct xrtd_knob *k, int64_t value, const char *reason, const char 
 	table_publish(k, XT_KNOB_APPLYING, 0,
 		      __atomic_load_n(&k->shared->applied_gen, __ATOMIC_RELAXED));
 	ret = write_verified(k, value, false, err);
+	if (!ret) {
+		ret = others_hold(k, value, err);
+		if (ret)
+			unwrite(k, old);
+	}
 	if (ret) {
 		xrtd_counters.failed++;
 		audit_change(k, old, value, "failed", reason, via);
@@ -121,6 +173,10 @@ int knob_revert(struct xrtd_knob *k, int64_t value, const char *reason, char err
 		k->applied = value;
 		xrtd_counters.restored++;
 		audit_change(k, old, value, "restored", reason, "xrtd");
+		/* `k` is back; a coupled knob that cannot be held is the next revert's to restore
+		 */
+		if (others_hold(k, value, err))
+			fprintf(stderr, "xrtd: %s\n", err);
 	}
 	if (to_original) {
 		journal_restored(k);

@@ -71,6 +71,12 @@ struct xrtd_backend {
 	int (*restore)(struct xrtd_knob *k, int64_t original, char err[XRTD_ERR_LEN]);
 	/* Free k->priv. NULL: nothing to free. */
 	void (*release)(struct xrtd_knob *k);
+	/*
+	 * The kernel keeps some of its targets together, so a write can move another knob of this
+	 * backend (a block queue's max_sectors_kb recomputes its read_ahead_kb; vm.dirty_bytes
+	 * zeroes vm.dirty_ratio): xrtd reads the others back after each write (apply.c).
+	 */
+	bool coupled;
 };
 
 #define XRTD_BACKEND(b)                                                                            \

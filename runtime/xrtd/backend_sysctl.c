@@ -209,6 +209,7 @@ static const struct xrtd_backend backend_sysctl = {
 	.validate = sysctl_validate,
 	.read = sysctl_read,
 	.write = sysctl_write,
+	.coupled = true,
 	.release = sysctl_release,
 };
 XRTD_BACKEND(backend_sysctl);

@@ -83,5 +83,6 @@ static const struct xrtd_backend backend_sysfs = {
 	.validate = sysfs_validate,
 	.read = sysfs_read,
 	.write = sysfs_write,
+	.coupled = true,
 };
 XRTD_BACKEND(backend_sysfs);

@@ -2,6 +2,7 @@
 
 import pytest
 from xtune.knobs.table import KnobError
+from xtune.host.netns import sysctl
 from xtune.testing.xrtd import sysctl_in
 
 
@@ -77,3 +78,21 @@ def test_enum_sysctl_and_step(xrtd, netns):
     c.rollback(["cc"], reason="test rollback")
     assert sysctl_in(netns, "net.ipv4.tcp_congestion_control") == before
     assert c.get("cc")["state"] == "rolled_back"
+
+
+def test_two_values_the_kernel_keeps_one_of_are_refused_naming_both(xrtd):
+    """vm.dirty_bytes and vm.dirty_ratio: writing either zeroes the other, so both cannot be in
+    force; a set that would leave the other knob moved fails with both names and changes nothing."""
+    keys = ("vm.dirty_bytes", "vm.dirty_ratio")
+    before = {k: sysctl(None, k) for k in keys}
+    if before["vm.dirty_bytes"] != "0":
+        pytest.skip("this host sets vm.dirty_bytes (the ratio is not in force)")
+    c = xrtd.client()
+    c.register("dirty_ratio", "sysctl", "vm.dirty_ratio", min=1, max=100)
+    c.register("dirty_bytes", "sysctl", "vm.dirty_bytes", min=0, max=1 << 40)
+    with pytest.raises(KnobError, match="dirty_bytes = 268435456 and dirty_ratio = .* cannot hold together"):
+        c.set("dirty_bytes", 256 << 20)
+    assert {k: sysctl(None, k) for k in keys} == before
+    assert c.get("dirty_ratio")["applied"] == int(before["vm.dirty_ratio"])
+    assert xrtd.stop() == 0
+    assert {k: sysctl(None, k) for k in keys} == before

@@ -99,3 +99,24 @@ def test_tuner_sees_enum_knobs_by_name(xrtd, loopdev):
     finally:
         act.close(restore=True)
     assert attr(q, "scheduler") == before
+
+
+def test_a_write_that_moves_another_knob_is_undone_on_it(xrtd, loopdev):
+    """The kernel recomputes a queue's read_ahead_kb when its max_sectors_kb is written: a
+    transaction setting both (read-ahead first) must leave both in force, and one setting only
+    max_sectors_kb must leave the registered read-ahead where it was, not where the kernel put it."""
+    q = loopdev
+    before = {a: attr(q, a) for a in ("read_ahead_kb", "max_sectors_kb")}
+    c = xrtd.client()
+    c.register("read_ahead", "sysfs", str(q / "read_ahead_kb"), min=0, max=16384)
+    c.register("max_sectors", "sysfs", str(q / "max_sectors_kb"), min=4, max=int(attr(q, "max_hw_sectors_kb")))
+    with c.transaction():
+        c.set("read_ahead", 16, reason="test: small read-ahead")
+        c.set("max_sectors", 116, reason="test: small requests")
+    assert (attr(q, "read_ahead_kb"), attr(q, "max_sectors_kb")) == ("16", "116")
+    assert c.get("read_ahead")["applied"] == 16
+    c.set("max_sectors", 200)  # the registered read-ahead, unchanged, is held at 16
+    assert (attr(q, "read_ahead_kb"), attr(q, "max_sectors_kb")) == ("16", "200")
+    assert "held" in xrtd.audit() and "moved by a write of max_sectors" in xrtd.audit()
+    assert xrtd.stop() == 0
+    assert {a: attr(q, a) for a in before} == before
