@@ -1,8 +1,8 @@
 """sysctl backend in a throwaway network namespace: set, read back, table writes, restore on exit."""
 
 import pytest
-from xtune.knobs.table import KnobError
 from xtune.host.netns import sysctl
+from xtune.knobs.table import KnobError
 from xtune.testing.xrtd import sysctl_in
 
 

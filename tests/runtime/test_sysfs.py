@@ -109,7 +109,8 @@ def test_a_write_that_moves_another_knob_is_undone_on_it(xrtd, loopdev):
     before = {a: attr(q, a) for a in ("read_ahead_kb", "max_sectors_kb")}
     c = xrtd.client()
     c.register("read_ahead", "sysfs", str(q / "read_ahead_kb"), min=0, max=16384)
-    c.register("max_sectors", "sysfs", str(q / "max_sectors_kb"), min=4, max=int(attr(q, "max_hw_sectors_kb")))
+    hw_max = int(attr(q, "max_hw_sectors_kb"))
+    c.register("max_sectors", "sysfs", str(q / "max_sectors_kb"), min=4, max=hw_max)
     with c.transaction():
         c.set("read_ahead", 16, reason="test: small read-ahead")
         c.set("max_sectors", 116, reason="test: small requests")
