@@ -35,6 +35,10 @@ VARS = {
     "SECONDS": "2",
     "REQUESTS": "1000",
     "DEVICE": "loop9",
+    "SERVER_PID": "4242",
+    "PLAN": "/tmp/serve/iobuf.plan",
+    "PERF_CONST_MIN": "2048",
+    "PERF_CONST_MAX": "32768",
 }
 
 # file -> (line, field, words of the message)
