@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Fetches the Debian amd64 kernel that kernel.pin names (image, headers, kbuild; each .deb checked
 # against its SHA-256 there), unpacks it under $XTUNE_CACHE/kernel/<release>/ and prints the path of
-# a kernel.env file describing it. When the mirror no longer serves the pinned version, it says so
-# and uses the current kernel (KERNEL_PINNED=no). With --source it also unpacks linux-source-6.1 and
+# a kernel.env file describing it. A pinned .deb apt's index no longer lists is taken from the
+# archive's pool. When one of them is served by neither, it says so and uses the current kernel
+# (KERNEL_PINNED=no), each package as apt's index has it. With --source it also unpacks linux-source-6.1 and
 # prepares it (Debian's config, gcc-12) so that single translation units can be compiled. Every
 # step is done once and cached; concurrent callers wait on one lock.
 set -euo pipefail
@@ -22,76 +23,126 @@ fail() { log "$*"; exit 1; }
 pin_field() { awk -v p="$1" -v f="$2" '$1 == p {print $f}' "$pin_file"; } # package, field -> value
 
 apt_updated=0
-apt_has() { # package version -> true when the mirror serves it
-	apt-cache show "$1=$2" >/dev/null 2>&1 && return 0
-	((apt_updated)) && return 1
-	apt-get update -qq >&2 && apt_updated=1
-	apt-cache show "$1=$2" >/dev/null 2>&1
+apt_update() { ((apt_updated)) || { apt-get update -qq >&2 && apt_updated=1; }; }
+index_has() { [[ -n "$(apt-cache show "$1=$2" 2>/dev/null)" ]]; } # package version -> listed by apt's index
+
+# The URL of package=version in the archive's pool: Debian drops a version from its index when a
+# newer one is published but keeps the file in the pool for a while, at the path of the version
+# the index still lists with only the version changed.
+pool_url() {
+	local uri
+	uri=$(apt-get download --print-uris "$1" 2>/dev/null | awk '{print $1; exit}' | tr -d "'")
+	[[ -n "$uri" ]] || return 1
+	echo "$uri" | sed -E "s|/${1}_[^_/]+_([^_/]+\.deb)$|/${1}_${2#*:}_\1|"
+}
+
+deb_of() { ls -1 "$cache/debs/${1}_${2#*:}_"*.deb 2>/dev/null | tail -n 1; } # package version
+
+# get package version [sha256]: the .deb into debs/ from apt's index (signed) or, with a SHA-256 to
+# check it against, from the pool. Returns 1 when neither serves it; fails on a hash that differs.
+get() {
+	local pkg=$1 ver=$2 want=${3:-} deb got url out
+	deb=$(deb_of "$pkg" "$ver")
+	if [[ -z "$deb" ]]; then
+		index_has "$pkg" "$ver" || apt_update
+		if index_has "$pkg" "$ver"; then
+			log "downloading $pkg=$ver"
+			(cd "$cache/debs" && apt-get download -q "$pkg=$ver" >&2 2>/dev/null) ||
+				(cd "$cache/debs" && apt-get download "$pkg=$ver" >&2) || fail "cannot download $pkg=$ver"
+		elif [[ -n "$want" ]] && url=$(pool_url "$pkg" "$ver"); then
+			log "apt's index no longer lists $pkg=$ver; downloading it from the pool: $url"
+			if ! out=$(cd "$cache/debs" && /usr/lib/apt/apt-helper download-file "$url" "$cache/debs/${url##*/}.part" "SHA256:$want" 2>&1); then
+				rm -f "$cache/debs/${url##*/}.part"*
+				grep -q "Hash Sum mismatch" <<<"$out" && fail "$url does not have the SHA-256 $pin_file names ($want): refusing it"
+				log "the pool does not serve it either"
+				return 1
+			fi
+			mv "$cache/debs/${url##*/}.part" "$cache/debs/${url##*/}"
+		else
+			return 1
+		fi
+		deb=$(deb_of "$pkg" "$ver")
+	fi
+	[[ -n "$want" ]] || return 0
+	got=$(sha256sum "$deb" | cut -d' ' -f1)
+	[[ "$got" == "$want" ]] || fail "$deb has SHA-256 $got, $pin_file says $want: refusing it (delete the file to download it again)"
 }
 
 [[ -r "$pin_file" ]] || fail "no $pin_file"
 image_pkg=$(awk '$1 ~ /^linux-image-/ {print $1; exit}' "$pin_file")
 version=$(pin_field "$image_pkg" 2)
-pinned=yes
-if ! compgen -G "$cache/debs/${image_pkg}_${version}_*.deb" >/dev/null && ! apt_has "$image_pkg" "$version"; then
-	# linux-image-amd64 is the metapackage; its dependency names the current ABI (6.1.0-N-amd64).
-	image_pkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
-	[[ -n "$image_pkg" ]] || fail "cannot resolve linux-image-amd64's kernel package"
-	version=$(apt-cache show "$image_pkg" | awk '/^Version:/ {print $2; exit}')
-	pinned=no
-	log "WARNING: the mirror no longer serves the pinned kernel ($(awk '$1 ~ /^linux-image-/ {print $1 "=" $2; exit}' "$pin_file")); using the current $image_pkg=$version, unpinned: figures may differ from the results measured on the pinned one (move the pin in $pin_file)"
-fi
 release=${image_pkg#linux-image-}
 abi=${release%-amd64}
 dir="$cache/$release"
-mkdir -p "$dir"
 
-deb_of() { ls -1 "$cache/debs/${1}_${version}_"*.deb 2>/dev/null | tail -n 1; }
-
-download() { # package names -> .deb files of $version in debs/, checked against the pin
-	local pkg deb want got
-	for pkg in "$@"; do
-		if [[ -z "$(deb_of "$pkg")" ]]; then
-			log "downloading $pkg=$version"
-			(cd "$cache/debs" && apt-get download -q "$pkg=$version" >&2 2>/dev/null) ||
-				(cd "$cache/debs" && apt-get download "$pkg=$version" >&2) ||
-				fail "cannot download $pkg=$version"
-		fi
-		[[ $pinned == yes ]] || continue
-		deb=$(deb_of "$pkg")
-		want=$(pin_field "$pkg" 3)
-		[[ -n "$want" ]] || fail "$pin_file has no line for $pkg"
-		got=$(sha256sum "$deb" | cut -d' ' -f1)
-		[[ "$got" == "$want" ]] || fail "$deb has SHA-256 $got, $pin_file says $want: refusing it (delete the file to download it again)"
-	done
+# The packages this call needs, each at one version: the kernel's four, plus its source with
+# --source; a step already unpacked at these versions needs nothing more.
+declare -A ver
+kpkgs=("$image_pkg" "linux-headers-$release" "linux-headers-$abi-common" linux-kbuild-6.1)
+stamp() { local p; for p in "$@"; do printf '%s=%s ' "$p" "${ver[$p]}"; done; }
+needed() {
+	local p
+	[[ "$(cat "$dir/.unpacked" 2>/dev/null)" == "$(stamp "${kpkgs[@]}")" ]] || echo "${kpkgs[@]}"
+	((want_source)) && [[ "$(cat "$dir/.prepared" 2>/dev/null)" != "${ver[linux-source-6.1]}" ]] && echo linux-source-6.1
+	return 0
 }
 
-if [[ "$(cat "$dir/.unpacked" 2>/dev/null)" != "$version" ]]; then
-	download "$image_pkg" "linux-headers-$release" "linux-headers-$abi-common" linux-kbuild-6.1
+pinned=yes
+for p in $(awk '!/^#/ && NF == 3 {print $1}' "$pin_file"); do ver[$p]=$(pin_field "$p" 2); done
+for p in $(needed); do
+	[[ -n "${ver[$p]:-}" ]] || fail "$pin_file has no line for $p"
+	get "$p" "${ver[$p]}" "$(pin_field "$p" 3)" || { pinned=no; break; }
+done
+
+if [[ $pinned == no ]]; then
+	# linux-image-amd64 is the metapackage; its dependency names the current ABI (6.1.0-N-amd64).
+	apt_update
+	image_pkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
+	[[ -n "$image_pkg" ]] || fail "cannot resolve linux-image-amd64's kernel package"
+	version=$(apt-cache show "$image_pkg" | awk '/^Version:/ {print $2; exit}')
+	log "WARNING: the pinned kernel ($(awk '$1 ~ /^linux-image-/ {print $1 "=" $2; exit}' "$pin_file")) is no longer served in full; using the current $image_pkg=$version, unpinned: figures may differ from the results measured on the pinned one (move the pin in $pin_file)"
+	release=${image_pkg#linux-image-}
+	abi=${release%-amd64}
+	dir="$cache/$release"
+	kpkgs=("$image_pkg" "linux-headers-$release" "linux-headers-$abi-common" linux-kbuild-6.1)
+	ver=()
+	# Headers and source come from the image's own build. kbuild holds only host tools: when its
+	# build of this version is gone, another Debian revision of the same upstream version serves.
+	for p in "${kpkgs[@]}" linux-source-6.1; do ver[$p]=$version; done
+	if ! index_has linux-kbuild-6.1 "$version"; then
+		ver[linux-kbuild-6.1]=$(apt-cache madison linux-kbuild-6.1 | awk -v up="${version%-*}-" 'index($3, up) == 1 {print $3; exit}')
+		[[ -n "${ver[linux-kbuild-6.1]}" ]] || fail "apt's index has no linux-kbuild-6.1 of upstream ${version%-*}"
+	fi
+	for p in $(needed); do
+		get "$p" "${ver[$p]}" || fail "apt's index does not serve $p=${ver[$p]}, which $image_pkg=$version needs"
+	done
+fi
+mkdir -p "$dir"
+
+if [[ "$(cat "$dir/.unpacked" 2>/dev/null)" != "$(stamp "${kpkgs[@]}")" ]]; then
 	rm -rf "$dir/root"
 	mkdir -p "$dir/root"
-	for pkg in "$image_pkg" "linux-headers-$release" "linux-headers-$abi-common" linux-kbuild-6.1; do
-		dpkg-deb -x "$(deb_of "$pkg")" "$dir/root"
+	for p in "${kpkgs[@]}"; do
+		dpkg-deb -x "$(deb_of "$p" "${ver[$p]}")" "$dir/root"
 	done
 	# The headers' Makefile includes the common tree by absolute path; make it relative.
 	sed -i 's|^include /usr/src/|include $(dir $(lastword $(MAKEFILE_LIST)))../|' \
 		"$dir/root/usr/src/linux-headers-$release/Makefile"
-	echo "$version" >"$dir/.unpacked"
+	stamp "${kpkgs[@]}" >"$dir/.unpacked"
 fi
 
 src="$dir/src/linux-source-6.1"
-if [[ $want_source == 1 && "$(cat "$dir/.prepared" 2>/dev/null)" != "$version" ]]; then
-	download linux-source-6.1
+if [[ $want_source == 1 && "$(cat "$dir/.prepared" 2>/dev/null)" != "${ver[linux-source-6.1]}" ]]; then
 	rm -rf "$dir/src" "$dir/srcdeb"
 	mkdir -p "$dir/src" "$dir/srcdeb"
-	dpkg-deb -x "$(deb_of linux-source-6.1)" "$dir/srcdeb"
+	dpkg-deb -x "$(deb_of linux-source-6.1 "${ver[linux-source-6.1]}")" "$dir/srcdeb"
 	log "unpacking linux-source-6.1"
 	tar -xJf "$dir"/srcdeb/usr/src/linux-source-6.1.tar.xz -C "$dir/src"
 	rm -rf "$dir/srcdeb"
 	cp "$dir/root/boot/config-$release" "$src/.config"
 	log "preparing the source tree (olddefconfig prepare)"
 	make -s -C "$src" CC=gcc-12 olddefconfig prepare >&2
-	echo "$version" >"$dir/.prepared"
+	echo "${ver[linux-source-6.1]}" >"$dir/.prepared"
 fi
 
 cat >"$dir/kernel.env" <<ENV

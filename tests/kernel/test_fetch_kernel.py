@@ -41,3 +41,26 @@ def test_every_pinned_package_has_a_version_and_a_sha256() -> None:
     assert {r[0].split("-")[1] for r in rows} >= {"image", "headers", "kbuild", "source"}
     for package, version, sha in rows:
         assert version and len(sha) == 64 and int(sha, 16) >= 0, package
+
+
+def test_every_pinned_kernel_package_is_fetched_at_its_pin_on_an_empty_cache(tmp_path: Path) -> None:
+    """Debian drops a version from its index once a newer revision is out (linux-kbuild-6.1 did,
+    while the image of its build was still listed); the script takes such a .deb from the pool."""
+    done = subprocess.run(
+        [str(HARNESS / "fetch-kernel.sh")],
+        env=dict(os.environ, XTUNE_CACHE=str(tmp_path)),
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    env = dict(line.split("=", 1) for line in Path(done.stdout.strip()).read_text().splitlines())
+    assert env["KERNEL_PINNED"] == "yes", done.stderr
+    package, version = pinned_image()
+    assert (env["KERNEL_PACKAGE"], env["KERNEL_PACKAGE_VERSION"]) == (package, version)
+    unpacked = (Path(done.stdout.strip()).parent / ".unpacked").read_text().split()
+    pins = {
+        r.split()[0]: r.split()[1]
+        for r in (HARNESS / "kernel.pin").read_text().splitlines()
+        if r and not r.startswith("#")
+    }
+    assert unpacked and all(pins[p] == v for p, v in (u.split("=") for u in unpacked))
