@@ -1,7 +1,8 @@
 """How a run ends when trials go wrong: values the kernel refuses fail their trial with the reason
 and the run goes on (xrtd's transaction changed nothing, the optimizer hears a failure, never a
-number); a best trial no better than the start when measured again leaves the original values; a
-trial of several benchmark runs (`policy.windows`) is their mean, and one failed run fails it."""
+number); a best trial no better than the start when measured again in turns with it leaves the
+original values, on a host whose figures drift too; a trial of several benchmark runs
+(`policy.windows`) is their mean, and one failed run fails it."""
 
 from __future__ import annotations
 
@@ -160,7 +161,78 @@ def test_a_trial_is_the_mean_of_its_runs_and_one_failed_run_fails_it(lab: Lab, t
     assert f.status == "failed" and f.objective is None, f
     assert "exited with 3" in f.metrics["error"] and "no figure" in f.metrics["error"], f
     assert [m.objective for m in store.measurements(exp.id) if m.trial_index == f.index] == [0.0]
-    # The best values measured again: three more runs (40, 50, 60), ahead of the start's 0.
-    assert exp.result is not None and exp.result["after"] == pytest.approx(50.0), exp.result
-    assert runs.read_text().split().count(str(good)) == 6
+    # The best values measured again in turns with the start's, three pairs of three runs: nine
+    # more runs at `good` (40 ... 120, mean 80) against the start's 0 in each pair.
+    assert exp.result is not None and exp.result["after"] == pytest.approx(80.0), exp.result
+    assert exp.result["confirmation"]["best"] == pytest.approx([50.0, 80.0, 110.0]), exp.result
+    assert exp.result["confirmation"]["start"] == [0.0, 0.0, 0.0] and exp.result["best"], exp.result
+    assert runs.read_text().split().count(str(good)) == 12
     assert int(lab.net.sysctl(name, "net.ipv4.tcp_syn_retries")) == original
+
+
+DRIFT = """
+name: test-drift
+objective: {maximize: bench.score}
+knobs:
+  - {name: syn_retries, backend: sysctl, target: net.ipv4.tcp_syn_retries, netns: "%s", range: [%d, %d]}
+policy: {kind: grid, grid_points: 2, settle_ms: 0, windows: 1, baseline_windows: 2, confirm_pairs: %d}
+guard: {watch_windows: 1, violations: 1, on_exit: keep}
+benchmark:
+  command: ["sh", "%s"]
+  metrics: [{name: score, json: score}]
+"""
+
+
+def drift_run(lab: Lab, tmp_path: Path, pairs: int, gain: int) -> tuple[dict, int, int]:
+    """A host whose figure climbs by one at every run, whatever the values: the n-th run scores n,
+    plus `gain` at the grid's upper value. Returns the run's result, the original and that value."""
+    name = lab.net.receiver
+    original = int(lab.net.sysctl(name, "net.ipv4.tcp_syn_retries"))
+    lo, hi = original + 3, original + 6
+    runs = tmp_path / "runs"
+    score = tmp_path / "score.sh"
+    score.write_text(
+        f"v=$(ip netns exec {name} cat /proc/sys/net/ipv4/tcp_syn_retries)\n"
+        f"echo $v >> {runs}\n"
+        f"n=$(wc -l < {runs})\n"
+        f"if [ $v = {hi} ]; then n=$((n + {gain})); fi\n"
+        'echo "{\\"score\\": $n}"\n'
+    )
+    slo = tmp_path / "drift.yaml"
+    slo.write_text(DRIFT % (lab.net.path(name), lo, hi, pairs, score))
+    db = tmp_path / "trials.db"
+    res = xtune_run(lab, slo, db)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    exp = Store(f"sqlite:///{db}").experiments("test-drift")[-1]
+    assert exp.result is not None
+    return exp.result, original, hi
+
+
+def test_a_drifting_host_does_not_make_the_best_trial_look_better_than_the_start(
+    lab: Lab, tmp_path: Path
+) -> None:
+    """The best trial is the last one and every run scores above the one before: measured after
+    the baseline it would look better by the drift alone. Measured in turns with the start's
+    values (start, best; best, start; start, best) it wins one pair by one and loses the other by
+    one, and the start's values stay."""
+    result, original, _ = drift_run(lab, tmp_path, pairs=3, gain=0)
+    assert result["best"] is None and "no better than the start" in result["kept_original"], result
+    assert result["confirmation"]["holds"] is False
+    assert [
+        round(b - s)
+        for s, b in zip(result["confirmation"]["start"], result["confirmation"]["best"], strict=True)
+    ] == [1, -1, 1]
+    assert int(lab.net.sysctl(lab.net.receiver, "net.ipv4.tcp_syn_retries")) == original
+
+
+def test_a_real_gain_on_a_drifting_host_is_kept(lab: Lab, tmp_path: Path) -> None:
+    """The same drift with 100 more at the upper value: every pair favours it (101, 99, 101, 99),
+    and its values stay, set once more after the last pair, which measured the start's last."""
+    result, _, hi = drift_run(lab, tmp_path, pairs=4, gain=100)
+    assert result["best"] == {"syn_retries": hi} and result["kept_original"] is None, result
+    conf = result["confirmation"]
+    assert [round(b - s) for s, b in zip(conf["start"], conf["best"], strict=True)] == [101, 99, 101, 99], (
+        conf
+    )
+    assert conf["holds"] and 0 < conf["lower_bound"] < conf["mean_gain"] == pytest.approx(100.0), conf
+    assert int(lab.net.sysctl(lab.net.receiver, "net.ipv4.tcp_syn_retries")) == hi

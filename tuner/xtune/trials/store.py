@@ -134,7 +134,7 @@ class Measurement(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     experiment_id: Mapped[int] = mapped_column(ForeignKey("experiments.id"), index=True)
     trial_index: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    phase: Mapped[str] = mapped_column(String(16))  # baseline | settle | measure | final
+    phase: Mapped[str] = mapped_column(String(16))  # baseline | settle | measure | confirm | final
     t: Mapped[float] = mapped_column(Float)
     objective: Mapped[float | None] = mapped_column(Float, nullable=True)
     margins: Mapped[dict[str, float]] = mapped_column(JSON, default=dict)

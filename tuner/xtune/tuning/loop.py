@@ -34,6 +34,7 @@ from xtune.signals.frames import Frame, FrameReader
 from xtune.signals.recording import Decision, KnobChange, RecordingWriter
 from xtune.signals.window import Window, WindowAggregator
 from xtune.trials.store import Store, StoredTrial
+from xtune.tuning.confirm import Confirmation, order
 from xtune.tuning.guard import ChangeWatch, Guard, Violation
 from xtune.tuning.metrics import Metrics
 from xtune.tuning.model_file import ModelFile
@@ -353,6 +354,13 @@ class Runner:
         self, n: int, phase: str, trial: int | None = None, guarded: bool = False
     ) -> tuple[Summary, list]:
         """Collect n windows (with a usable objective); with `guarded`, stop when the guard trips."""
+        rows, tripped = self._collect(n, phase, trial, guarded)
+        return Summary.of(rows, len(self.lines)), tripped
+
+    def _collect(
+        self, n: int, phase: str, trial: int | None, guarded: bool = False
+    ) -> tuple[list[tuple[float, list[float | None]]], list]:
+        """measure()'s windows: (objective, SLO left sides) of each, and the guard's violations."""
         rows: list[tuple[float, list[float | None]]] = []
         tripped: list[Violation] = []
         seen = 0
@@ -374,7 +382,7 @@ class Runner:
                     f"the objective {self.slo.objective.expression!r} had no value in {seen} windows"
                 )
         self._seen = seen
-        return Summary.of(rows, len(self.lines)), tripped
+        return rows, tripped
 
     def settle(self) -> None:
         if self.workload is not None and self.slo.workload and self.slo.workload.restart_on_change:
@@ -517,6 +525,7 @@ class Runner:
         best: dict[str, Any] | None = None
         after: Summary | None = None
         kept_original: str | None = None
+        confirmation: Confirmation | None = None
         if self.tree is not None:
             after = self._run_tree()
         else:
@@ -548,22 +557,7 @@ class Runner:
                 kept_original = "no trial met the SLO: the start's values are kept"
                 self._back_to_start(start, original, kept_original)
             else:
-                self.apply(best, "best trial", "final", None)
-                self.settle()
-                self.guard.watch()
-                after, bad = self.measure(self.slo.policy.windows, "final", guarded=True)
-                if bad:
-                    self._gauge_knobs(
-                        self.actuator.rollback("guard: the best values broke the SLO when measured again")
-                    )
-                    kept_original = (
-                        "the best values broke the SLO when measured again: the start's values are kept"
-                    )
-                elif not self.slo.objective.sign * (after.objective - before.objective) > 0:
-                    kept_original = (
-                        f"the best trial ({best}) measured again gave {after.objective:.4g}, "
-                        f"no better than the start's {before.objective:.4g}: the start's values are kept"
-                    )
+                after, confirmation, kept_original = self._confirm(best, start, original)
                 if kept_original is not None:
                     self._back_to_start(start, original, kept_original)
                     after, best = None, None
@@ -590,19 +584,64 @@ class Runner:
                 "after": after.objective if after else None,
                 "gain": result.gain,
                 "kept_original": kept_original,
+                "confirmation": confirmation.as_dict() if confirmation else None,
             },
         )
         return result
 
+    def _confirm(
+        self, best: dict[str, Any], start: dict[str, Any], original: dict[str, Any]
+    ) -> tuple[Summary, Confirmation | None, str | None]:
+        """The best values and the start's measured in turns (confirm.py), the best's windows
+        guarded. Returns the best's windows over every pair, the comparison (None when the guard
+        tripped) and why the start's values are kept (None when the best values stay)."""
+        policy = self.slo.policy
+        self._to_start(start, original, "the start's values, measured beside the best")
+        self.actuator.mark_good()  # a trip while the best are measured goes back to the start
+        windows = policy.confirm_windows or policy.windows
+        means: dict[str, list[float]] = {"start": [], "best": []}
+        rows: list[tuple[float, list[float | None]]] = []
+        for pair in range(policy.confirm_pairs):
+            for which in order(pair):
+                if which == "best":
+                    self.apply(best, "best trial", "final", None)
+                    self.settle()
+                    self.guard.watch()
+                    got, bad = self._collect(windows, "final", None, guarded=True)
+                    if bad:
+                        broke = "the best values broke the SLO when measured again"
+                        self._gauge_knobs(self.actuator.rollback(f"guard: {broke}"))
+                        kept = f"{broke}: the start's values are kept"
+                        return Summary.of(rows + got, len(self.lines)), None, kept
+                    rows += got
+                else:
+                    if pair:  # the first pair begins where _to_start left the knobs
+                        self._to_start(start, original, "the start's values, measured beside the best")
+                    self.settle()
+                    got, _ = self._collect(windows, "confirm", None)
+                means[which].append(Summary.of(got, len(self.lines)).objective)
+        confirmation = Confirmation(
+            means["start"], means["best"], self.slo.objective.sign, policy.confirm_confidence
+        )
+        if confirmation.holds:
+            if any(self.actuator.current.get(k) != v for k, v in best.items()):  # ended at the start
+                self.apply(best, "best trial, confirmed", "final", None)
+            return Summary.of(rows, len(self.lines)), confirmation, None
+        return Summary.of(rows, len(self.lines)), confirmation, confirmation.why_not(best)
+
     def _back_to_start(self, start: dict[str, Any], original: dict[str, Any], reason: str) -> None:
         """Put back the values the baseline measured, and make them what a lease expiry returns to."""
         self.progress("kept", {"reason": reason})
+        self._to_start(start, original, f"final: {reason}")
+        self.actuator.mark_good()
+
+    def _to_start(self, start: dict[str, Any], original: dict[str, Any], reason: str) -> None:
+        """Set the values the baseline measured."""
         if start == original:  # a value found on the system may lie outside the knobs' ranges
-            self._gauge_knobs(self.actuator.restore_original(f"final: {reason}"))
+            self._gauge_knobs(self.actuator.restore_original(reason))
             self.store.add_decision(self.experiment_id, "final", start, reason)
         else:
-            self.apply(start, f"final: {reason}", "final", None)
-        self.actuator.mark_good()
+            self.apply(start, reason, "final", None)
 
     def _run_tree(self) -> Summary:
         """Per-window decisions for `budget` windows of wall time, the guard watching every change.
