@@ -57,7 +57,7 @@ def run_unwinding(cmd: list[str], log_file: Path, grace_s: float = UNWIND_S) -> 
 
     If the caller is interrupted meanwhile (Ctrl-C, or SIGTERM turned into SystemExit), the command
     gets SIGTERM and `grace_s` to unwind before SIGKILL: subprocess.run would kill it at once and
-    orphan its workload and namespaces. It runs in a session of its own, so a Ctrl-C at the terminal
+    orphan its workload and namespaces. It runs in a setsid() group of its own, so a Ctrl-C at the terminal
     reaches only the caller and the command hears one signal, not a SIGINT cut short by a SIGTERM."""
     with log_file.open("w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
