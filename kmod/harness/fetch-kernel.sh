@@ -23,17 +23,23 @@ fail() { log "$*"; exit 1; }
 pin_field() { awk -v p="$1" -v f="$2" '$1 == p {print $f}' "$pin_file"; } # package, field -> value
 
 apt_updated=0
-apt_update() { ((apt_updated)) || { apt-get update -qq >&2 && apt_updated=1; }; }
+apt_update() { # once; on failure (offline, not root) the lists apt already has serve
+	((apt_updated)) && return 0
+	apt_updated=1
+	apt-get update -qq >&2 || log "apt-get update failed: going on with the package lists apt has"
+}
 index_has() { [[ -n "$(apt-cache show "$1=$2" 2>/dev/null)" ]]; } # package version -> listed by apt's index
 
 # The URL of package=version in the archive's pool: Debian drops a version from its index when a
 # newer one is published but keeps the file in the pool for a while, at the path of the version
 # the index still lists with only the version changed.
 pool_url() {
-	local uri
+	local uri url
 	uri=$(apt-get download --print-uris "$1" 2>/dev/null | awk '{print $1; exit}' | tr -d "'")
 	[[ -n "$uri" ]] || return 1
-	echo "$uri" | sed -E "s|/${1}_[^_/]+_([^_/]+\.deb)$|/${1}_${2#*:}_\1|"
+	url=$(sed -E "s|/${1}_[^_/]+_([^_/]+\.deb)$|/${1}_${2#*:}_\1|" <<<"$uri")
+	[[ "$url" != "$uri" ]] || return 1
+	echo "$url"
 }
 
 deb_of() { ls -1 "$cache/debs/${1}_${2#*:}_"*.deb 2>/dev/null | tail -n 1; } # package version
@@ -41,7 +47,7 @@ deb_of() { ls -1 "$cache/debs/${1}_${2#*:}_"*.deb 2>/dev/null | tail -n 1; } # p
 # get package version [sha256]: the .deb into debs/ from apt's index (signed) or, with a SHA-256 to
 # check it against, from the pool. Returns 1 when neither serves it; fails on a hash that differs.
 get() {
-	local pkg=$1 ver=$2 want=${3:-} deb got url out
+	local pkg=$1 ver=$2 want=${3:-} deb got url out part
 	deb=$(deb_of "$pkg" "$ver")
 	if [[ -z "$deb" ]]; then
 		index_has "$pkg" "$ver" || apt_update
@@ -51,13 +57,17 @@ get() {
 				(cd "$cache/debs" && apt-get download "$pkg=$ver" >&2) || fail "cannot download $pkg=$ver"
 		elif [[ -n "$want" ]] && url=$(pool_url "$pkg" "$ver"); then
 			log "apt's index no longer lists $pkg=$ver; downloading it from the pool: $url"
-			if ! out=$(cd "$cache/debs" && /usr/lib/apt/apt-helper download-file "$url" "$cache/debs/${url##*/}.part" "SHA256:$want" 2>&1); then
-				rm -f "$cache/debs/${url##*/}.part"*
+			part="$cache/debs/${url##*/}.part"
+			if ! out=$(cd "$cache/debs" && LC_ALL=C /usr/lib/apt/apt-helper download-file "$url" "$part" "SHA256:$want" 2>&1); then
+				rm -f "$part"*
+				# Only a file the pool no longer has means the pin is gone; anything else (a hash
+				# that differs, the network, the disk) is an error to fix, not a reason to unpin.
 				grep -q "Hash Sum mismatch" <<<"$out" && fail "$url does not have the SHA-256 $pin_file names ($want): refusing it"
+				grep -q "404" <<<"$out" || fail "cannot download $url: $(tail -n 3 <<<"$out" | tr '\n' ' ')"
 				log "the pool does not serve it either"
 				return 1
 			fi
-			mv "$cache/debs/${url##*/}.part" "$cache/debs/${url##*/}"
+			mv "$part" "$cache/debs/${url##*/}" || fail "cannot move $part into place"
 		else
 			return 1
 		fi
@@ -120,6 +130,7 @@ fi
 mkdir -p "$dir"
 
 if [[ "$(cat "$dir/.unpacked" 2>/dev/null)" != "$(stamp "${kpkgs[@]}")" ]]; then
+	rm -f "$dir/.unpacked" # before the tree goes: an unpack cut short leaves no stamp
 	rm -rf "$dir/root"
 	mkdir -p "$dir/root"
 	for p in "${kpkgs[@]}"; do
@@ -133,6 +144,7 @@ fi
 
 src="$dir/src/linux-source-6.1"
 if [[ $want_source == 1 && "$(cat "$dir/.prepared" 2>/dev/null)" != "${ver[linux-source-6.1]}" ]]; then
+	rm -f "$dir/.prepared"
 	rm -rf "$dir/src" "$dir/srcdeb"
 	mkdir -p "$dir/src" "$dir/srcdeb"
 	dpkg-deb -x "$(deb_of linux-source-6.1 "${ver[linux-source-6.1]}")" "$dir/srcdeb"
@@ -155,6 +167,6 @@ KERNEL_SYSTEM_MAP=$dir/root/boot/System.map-$release
 KERNEL_CONFIG=$dir/root/boot/config-$release
 KERNEL_MODULES=$dir/root/lib/modules/$release
 KERNEL_HEADERS=$dir/root/usr/src/linux-headers-$release
-KERNEL_SOURCE=$([[ -f "$dir/.prepared" ]] && echo "$src")
+KERNEL_SOURCE=$([[ "$(cat "$dir/.prepared" 2>/dev/null)" == "${ver[linux-source-6.1]}" ]] && echo "$src")
 ENV
 echo "$dir/kernel.env"
