@@ -161,12 +161,12 @@ def test_a_trial_is_the_mean_of_its_runs_and_one_failed_run_fails_it(lab: Lab, t
     assert f.status == "failed" and f.objective is None, f
     assert "exited with 3" in f.metrics["error"] and "no figure" in f.metrics["error"], f
     assert [m.objective for m in store.measurements(exp.id) if m.trial_index == f.index] == [0.0]
-    # The best values measured again in turns with the start's, three pairs of three runs: nine
-    # more runs at `good` (40 ... 120, mean 80) against the start's 0 in each pair.
-    assert exp.result is not None and exp.result["after"] == pytest.approx(80.0), exp.result
-    assert exp.result["confirmation"]["best"] == pytest.approx([50.0, 80.0, 110.0]), exp.result
-    assert exp.result["confirmation"]["start"] == [0.0, 0.0, 0.0] and exp.result["best"], exp.result
-    assert runs.read_text().split().count(str(good)) == 12
+    # The best values measured again in turns with the start's, four pairs of three runs: twelve
+    # more runs at `good` (40 ... 150, mean 95) against the start's 0 in each pair.
+    assert exp.result is not None and exp.result["after"] == pytest.approx(95.0), exp.result
+    assert exp.result["confirmation"]["best"] == pytest.approx([50.0, 80.0, 110.0, 140.0]), exp.result
+    assert exp.result["confirmation"]["start"] == [0.0] * 4 and exp.result["best"], exp.result
+    assert runs.read_text().split().count(str(good)) == 15
     assert int(lab.net.sysctl(name, "net.ipv4.tcp_syn_retries")) == original
 
 
@@ -213,15 +213,15 @@ def test_a_drifting_host_does_not_make_the_best_trial_look_better_than_the_start
 ) -> None:
     """The best trial is the last one and every run scores above the one before: measured after
     the baseline it would look better by the drift alone. Measured in turns with the start's
-    values (start, best; best, start; start, best) it wins one pair by one and loses the other by
+    values (start, best; best, start; ...) it wins every other pair by one and loses the others by
     one, and the start's values stay."""
-    result, original, _ = drift_run(lab, tmp_path, pairs=3, gain=0)
+    result, original, _ = drift_run(lab, tmp_path, pairs=4, gain=0)
     assert result["best"] is None and "no better than the start" in result["kept_original"], result
     assert result["confirmation"]["holds"] is False
     assert [
         round(b - s)
         for s, b in zip(result["confirmation"]["start"], result["confirmation"]["best"], strict=True)
-    ] == [1, -1, 1]
+    ] == [1, -1, 1, -1]
     assert int(lab.net.sysctl(lab.net.receiver, "net.ipv4.tcp_syn_retries")) == original
 
 
@@ -235,4 +235,8 @@ def test_a_real_gain_on_a_drifting_host_is_kept(lab: Lab, tmp_path: Path) -> Non
         conf
     )
     assert conf["holds"] and 0 < conf["lower_bound"] < conf["mean_gain"] == pytest.approx(100.0), conf
+    # The gain is against the start's values measured in the same pairs, not the baseline before
+    # the trials (which the drift puts a hundred runs' worth lower).
+    assert result["start_again"] == pytest.approx((5 + 8 + 9 + 12) / 4), result
+    assert result["gain"] == pytest.approx((106 + 107 + 110 + 111) / 4 / 8.5 - 1), result
     assert int(lab.net.sysctl(lab.net.receiver, "net.ipv4.tcp_syn_retries")) == hi

@@ -120,8 +120,9 @@ class Policy(Strict):
     baseline_windows: int = Field(default=6, ge=2, le=1000)
     # The best values against the start's before they are kept: `confirm_pairs` pairs, measured in
     # turns, of `confirm_windows` windows each (default: `windows`); kept when the one-sided
-    # `confirm_confidence` lower bound of the mean gain is above zero (tuning/confirm.py).
-    confirm_pairs: int = Field(default=3, ge=1, le=100)
+    # `confirm_confidence` lower bound of the mean gain is above zero (tuning/confirm.py). An even
+    # count cancels a steady drift: each side goes first equally often.
+    confirm_pairs: int = Field(default=4, ge=1, le=100)
     confirm_windows: int | None = Field(default=None, ge=1, le=1000)
     confirm_confidence: float = Field(default=0.9, gt=0.5, lt=1.0)
     patience: int | None = Field(default=None, ge=1)

@@ -185,7 +185,11 @@ def summary_line(
         if result.get("after") is not None:
             text += f" {arrow} {format_spread(result['after'], _spread(final), unit, ascii)}"
             if result.get("gain") is not None:
-                text += f" ({100 * result['gain']:+.1f} % better)"
+                text += f" ({100 * result['gain']:+.1f} % better"
+                if result.get("start_again") is not None:  # the start's values measured beside them
+                    again = format_value(result["start_again"], unit, ascii)
+                    text += f" than the start's values measured in turns with them, {again}"
+                text += ")"
             text += f" with {params_text(result.get('best'))}"
         elif exp.result is not None:
             text += ", no better values found (knobs left as they were)"

@@ -167,6 +167,13 @@ def before_after(result: RunResult, console: Console | None = None, units: RunUn
             format_value(result.before.slo[i][0], units.line(i), ascii),
             format_value(after.slo[i][0] if after else None, units.line(i), ascii),
         )
+    if result.start_again is not None:  # what the gain is against (tuning/confirm.py)
+        again = result.start_again
+        table.add_row(
+            "objective, start's values in turns",
+            format_spread(again.objective, again.objective_sem, units.objective, ascii),
+            "",
+        )
     gain = result.gain
     table.add_row("gain", "", "-" if gain is None or math.isnan(gain) else f"{100 * gain:+.1f} %")
     table.add_row("trials / rollbacks", "", f"{len(result.trials)} / {result.rollbacks}")

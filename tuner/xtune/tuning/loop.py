@@ -255,6 +255,8 @@ class RunResult:
     # were put back (a tuner must never leave the system worse than it found it).
     kept_original: str | None = None
     final: dict[str, Any] = field(default_factory=dict)  # the knobs' values when the run ended
+    # The start's values measured in turns with the best (confirm.py): what the gain is against.
+    start_again: Summary | None = None
 
     def after_values(self) -> dict[str, Any]:
         """Each knob's value at the end: what the host holds, whichever way the run ended."""
@@ -263,10 +265,12 @@ class RunResult:
 
     @property
     def gain(self) -> float | None:
-        """Relative improvement of the objective, after vs before (positive = better)."""
-        if self.after is None or not self.before.objective:
+        """Relative improvement of the objective, after vs the start's values measured in turns with
+        them (vs the baseline when they were not; positive = better)."""
+        base = self.start_again or self.before
+        if self.after is None or not base.objective:
             return None
-        return self.sign * (self.after.objective - self.before.objective) / abs(self.before.objective)
+        return self.sign * (self.after.objective - base.objective) / abs(base.objective)
 
 
 ProgressFn = Callable[[str, dict[str, Any]], None]
@@ -526,6 +530,7 @@ class Runner:
         after: Summary | None = None
         kept_original: str | None = None
         confirmation: Confirmation | None = None
+        start_again: Summary | None = None
         if self.tree is not None:
             after = self._run_tree()
         else:
@@ -557,7 +562,7 @@ class Runner:
                 kept_original = "no trial met the SLO: the start's values are kept"
                 self._back_to_start(start, original, kept_original)
             else:
-                after, confirmation, kept_original = self._confirm(best, start, original)
+                after, start_again, confirmation, kept_original = self._confirm(best, start, original)
                 if kept_original is not None:
                     self._back_to_start(start, original, kept_original)
                     after, best = None, None
@@ -575,12 +580,14 @@ class Runner:
             self.slo.objective.sign,
             kept_original,
             dict(self.actuator.current),
+            start_again if after is not None else None,
         )
         self.store.update_experiment(
             self.experiment_id,
             result={
                 "best": best,
                 "before": before.objective,
+                "start_again": start_again.objective if start_again and after else None,
                 "after": after.objective if after else None,
                 "gain": result.gain,
                 "kept_original": kept_original,
@@ -591,16 +598,17 @@ class Runner:
 
     def _confirm(
         self, best: dict[str, Any], start: dict[str, Any], original: dict[str, Any]
-    ) -> tuple[Summary, Confirmation | None, str | None]:
+    ) -> tuple[Summary, Summary, Confirmation | None, str | None]:
         """The best values and the start's measured in turns (confirm.py), the best's windows
-        guarded. Returns the best's windows over every pair, the comparison (None when the guard
-        tripped) and why the start's values are kept (None when the best values stay)."""
+        guarded. Returns the best's and the start's windows over every pair, the comparison (None
+        when the guard tripped) and why the start's values are kept (None when the best stay)."""
         policy = self.slo.policy
         self._to_start(start, original, "the start's values, measured beside the best")
         self.actuator.mark_good()  # a trip while the best are measured goes back to the start
         windows = policy.confirm_windows or policy.windows
         means: dict[str, list[float]] = {"start": [], "best": []}
         rows: list[tuple[float, list[float | None]]] = []
+        start_rows: list[tuple[float, list[float | None]]] = []
         for pair in range(policy.confirm_pairs):
             for which in order(pair):
                 if which == "best":
@@ -612,22 +620,26 @@ class Runner:
                         broke = "the best values broke the SLO when measured again"
                         self._gauge_knobs(self.actuator.rollback(f"guard: {broke}"))
                         kept = f"{broke}: the start's values are kept"
-                        return Summary.of(rows + got, len(self.lines)), None, kept
+                        summary = Summary.of(rows + got, len(self.lines))
+                        return summary, Summary.of(start_rows, len(self.lines)), None, kept
                     rows += got
                 else:
                     if pair:  # the first pair begins where _to_start left the knobs
                         self._to_start(start, original, "the start's values, measured beside the best")
                     self.settle()
                     got, _ = self._collect(windows, "confirm", None)
+                    start_rows += got
                 means[which].append(Summary.of(got, len(self.lines)).objective)
         confirmation = Confirmation(
             means["start"], means["best"], self.slo.objective.sign, policy.confirm_confidence
         )
-        if confirmation.holds:
-            if any(self.actuator.current.get(k) != v for k, v in best.items()):  # ended at the start
-                self.apply(best, "best trial, confirmed", "final", None)
-            return Summary.of(rows, len(self.lines)), confirmation, None
-        return Summary.of(rows, len(self.lines)), confirmation, confirmation.why_not(best)
+        summaries = Summary.of(rows, len(self.lines)), Summary.of(start_rows, len(self.lines))
+        if not confirmation.holds:
+            return *summaries, confirmation, confirmation.why_not(best)
+        if any(self.actuator.current.get(k) != v for k, v in best.items()):  # ended at the start
+            self.apply(best, "best trial, confirmed", "final", None)
+        self.actuator.mark_good()  # they held the SLO through every guarded turn
+        return *summaries, confirmation, None
 
     def _back_to_start(self, start: dict[str, Any], original: dict[str, Any], reason: str) -> None:
         """Put back the values the baseline measured, and make them what a lease expiry returns to."""
@@ -636,12 +648,13 @@ class Runner:
         self.actuator.mark_good()
 
     def _to_start(self, start: dict[str, Any], original: dict[str, Any], reason: str) -> None:
-        """Set the values the baseline measured."""
-        if start == original:  # a value found on the system may lie outside the knobs' ranges
-            self._gauge_knobs(self.actuator.restore_original(reason))
-            self.store.add_decision(self.experiment_id, "final", start, reason)
-        else:
-            self.apply(start, reason, "final", None)
+        """Set the values the baseline measured: those found on the system put back as found (they
+        may lie outside the knobs' ranges), then the file's defaults that differ from them."""
+        self._gauge_knobs(self.actuator.restore_original(reason))
+        self.store.add_decision(self.experiment_id, "final", original, reason)
+        defaults = {k: v for k, v in start.items() if original.get(k) != v}
+        if defaults:
+            self.apply(defaults, reason, "final", None)
 
     def _run_tree(self) -> Summary:
         """Per-window decisions for `budget` windows of wall time, the guard watching every change.
