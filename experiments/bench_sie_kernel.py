@@ -42,7 +42,7 @@ KERNELX = {
     ),
     "BLK_MQ_BUDGET_DELAY": (
         "budget",
-        ("jiffies of the hw queue's delayed-work timer (BFQ idling on null_blk)", r"budget_v\d+"),
+        ("jiffies of the hw queue's delayed-work timer (an idle-class read held back)", r"budget_v\d+"),
     ),
     "HYSTART_DELAY_MAX": (
         "hystart",

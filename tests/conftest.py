@@ -18,6 +18,7 @@ signal.signal(signal.SIGINT, signal.default_int_handler)
 FAST_MODULES = {
     "tests/experiments/test_fio_parse.py",
     "tests/experiments/test_pgbench_parse.py",
+    "tests/experiments/test_run_order.py",
     "tests/experiments/test_tuned_disk.py",
     "tests/observers/test_signal_decode.py",
     "tests/runtime/test_table_layout.py",

@@ -28,6 +28,7 @@ class Place:
     variables: dict[str, str]
     netns: str | None = None
     device: str | None = None
+    namespaces: tuple[str, ...] = ()  # every namespace of the case's path (its TCP caches)
 
 
 @dataclass(frozen=True)
@@ -71,4 +72,5 @@ class Case:
                 yield Place({"DEVICE": loop.name, **common, **self.load(quick)}, device=loop.name)
         else:
             with self.topology() as pair:
-                yield Place(self.variables(pair, work / "serve", quick), netns=pair.server)
+                variables = self.variables(pair, work / "serve", quick)
+                yield Place(variables, netns=pair.server, namespaces=tuple(pair.created))

@@ -1,5 +1,9 @@
-"""The contenders measured in one run: each repetition visits every contender, in an order rotated
-by one per repetition (round robin), so drift on the shared host spreads over all of them.
+"""The contenders measured in one run: each repetition visits every contender, in the order of a
+row of a Williams design (run_order), so drift on the shared host spreads over all of them and no
+contender always runs after the same one: whatever a run leaves behind (a warm cache, a queue
+still draining) falls on every contender alike. TCP's per-destination metrics (the ssthresh, cwnd
+and RTT a closed connection leaves for the next one to the same address) are emptied in every
+namespace of the case before each run, so no run starts from the previous one's window.
 
 Every value goes through xrtd (one transaction per contender; the keys a contender does not set
 keep their defaults) and the server, if the case has one, restarts after each change (the accept
@@ -14,7 +18,8 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Callable
+import subprocess
+from collections.abc import Callable, Sequence
 
 from xtune.config import expr
 from xtune.config.schema import Benchmark, Knob
@@ -107,6 +112,34 @@ def probe(
             actuator.apply({knobs[target].name: defaults[target]}, "probe: back to default")
 
 
+def williams_rows(n: int) -> list[list[int]]:
+    """The rows of a Williams design for n contenders: in the n rows (2n when n is odd) each
+    contender runs right after every other one equally often. Row 0 is 0, 1, n-1, 2, n-2, ...;
+    row i adds i to each (mod n); for odd n the rows reversed follow."""
+    first, low, high = [0], 1, n - 1
+    while len(first) < n:
+        first.append(low)
+        low += 1
+        if len(first) < n:
+            first.append(high)
+            high -= 1
+    rows = [[(x + i) % n for x in first] for i in range(n)]
+    return rows + [row[::-1] for row in rows] if n % 2 else rows
+
+
+def run_order(contenders: list[Contender], rep: int) -> list[Contender]:
+    """The contenders in repetition `rep`'s order (a Williams row; they repeat past the last row)."""
+    rows = williams_rows(len(contenders))
+    return [contenders[i] for i in rows[rep % len(rows)]]
+
+
+def forget_paths(namespaces: Sequence[str]) -> None:
+    """Empty TCP's metrics cache in each namespace (a new connection would start from the window
+    and RTT the previous run's connections to the same address left)."""
+    for ns in namespaces:
+        subprocess.run(["ip", "-n", ns, "tcp_metrics", "flush", "all"], check=True, capture_output=True)
+
+
 def perf_const_armed(
     live: LiveConst | None, server: Server | None, c: Contender, rep: int
 ) -> contextlib.AbstractContextManager[None]:
@@ -130,18 +163,23 @@ def interleave(
     progress: Callable[[str], None] = print,
     live: LiveConst | None = None,
     observer: Observer | None = None,
+    namespaces: Sequence[str] = (),
 ) -> dict[str, list[dict]]:
     """Each contender's runs; `live`: the case's perf-const, armed for the contenders that set it;
-    `observer`: xobserve, for the contender measured under it."""
+    `observer`: xobserve, for the contender measured under it; `namespaces`: the case's, whose
+    TCP metrics are emptied before each run. Each run records the contender it followed."""
     node = expr.parse(objective)
     runs: dict[str, list[dict]] = {c.name: [] for c in contenders}
+    previous: str | None = None
     for rep in range(reps):
-        order = contenders[rep % len(contenders) :] + contenders[: rep % len(contenders)]
-        for c in order:
+        for c in run_order(contenders, rep):
+            after, previous = previous, c.name
             values = {k.name: c.settings.get(t, defaults[t]) for t, k in knobs.items()}
             actuator.apply(values, f"case contender {c.name}, repetition {rep + 1}")
             if server is not None:
                 server.stop()
+            forget_paths(namespaces)
+            if server is not None:
                 server.start()
             try:
                 with contextlib.ExitStack() as arming:
@@ -153,11 +191,11 @@ def interleave(
                         arming.enter_context(observer.running())
                     run = run_benchmark(bench)
             except (MetricMissing, ArmingFailed, NotObserved) as e:
-                runs[c.name].append({"rep": rep, "failed": str(e)})
+                runs[c.name].append({"rep": rep, "after": after, "failed": str(e)})
                 progress(f"  rep {rep + 1} {c.name}: failed: {e}")
                 continue
             value = expr.evaluate(node, run.values)
-            done = {"rep": rep, "objective": value, "metrics": run.values}
+            done = {"rep": rep, "after": after, "objective": value, "metrics": run.values}
             if c.perf_consts:
                 done["perf_consts"] = dict(c.perf_consts)  # in effect (SIE) throughout this run
             if c.observed and observer is not None:

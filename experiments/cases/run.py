@@ -222,7 +222,7 @@ def run_case(
                     extra.append(Contender(OBSERVED, "the defaults with xobserve running", observed=True))
                 runs = interleave(
                     actuator, knobs, defaults, contenders + extra, server, bo_slo.benchmark,
-                    bo_slo.objective.expression, reps, log, live, observer,
+                    bo_slo.objective.expression, reps, log, live, observer, place.namespaces,
                 )  # fmt: skip
             finally:
                 if server is not None:

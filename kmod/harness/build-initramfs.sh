@@ -32,9 +32,9 @@ cp "$build"/guest/{xsiectl,plugload,linesock} "$root/xsie/bin/"
 cp "$build/xsie.ko" "$build/xsie_testload.ko" "$root/xsie/modules/"
 cp "$KERNEL_MODULES/kernel/fs/configfs/configfs.ko" \
 	"$KERNEL_MODULES/kernel/drivers/block/null_blk/null_blk.ko" "$root/xsie/modules/"
-# scsi_debug (a SCSI disk with a per-device budget) and its dependencies, and BFQ: the blk-mq delays.
+# scsi_debug (a SCSI disk with a per-device budget) and its dependencies: the blk-mq resource delay.
 for m in drivers/scsi/{scsi_common,scsi_mod,sd_mod,scsi_debug} crypto/{crct10dif_common,crct10dif_generic} \
-	lib/{crc-t10dif,crc64,crc64-rocksoft} crypto/crc64_rocksoft_generic block/{t10-pi,bfq}; do
+	lib/{crc-t10dif,crc64,crc64-rocksoft} crypto/crc64_rocksoft_generic block/t10-pi; do
 	cp "$KERNEL_MODULES/kernel/$m.ko" "$root/xsie/modules/"
 done
 # sch_netem and iproute2's tc with its libraries (busybox tc cannot add a qdisc): the delay line of

@@ -27,7 +27,9 @@ def test_run_trials_report(lab: Lab, tmp_path: Path) -> None:
     page = Page()
     page.feed((tmp_path / "report/index.html").read_text())
     text = "".join(page.text)
-    assert " ms" in page.summary and "\u2192" in page.summary and "rollbacks: " in page.summary, page.summary
+    # Four trials may find nothing that holds up when measured again: then the summary says why.
+    changed = "\u2192" in page.summary or "the start's values are kept" in page.summary
+    assert " ms" in page.summary and changed and "rollbacks: " in page.summary, page.summary
     assert "{" not in text and "e+" not in text and "e-0" not in text, text
 
     res = subprocess.run([XTUNE, "trials", "--db", db], capture_output=True, text=True, env=env, check=True)

@@ -10,23 +10,29 @@
 #   no budget and the queue is run again after the delay.
 # - BUDGET (blk_mq_do_dispatch_sched; its second span, blk_mq_do_dispatch_ctx, needs a ctx that
 #   empties between its bitmap test and the dequeue: not driven here, only checked armed and
-#   restored): BFQ on a null_blk disk marked rotational, two O_DIRECT sequential readers: while BFQ
-#   idles on one reader's queue it has work but dispatches nothing, and blk-mq retries after the delay.
+#   restored): the same disk at its own queue depth under mq-deadline, two best-effort O_DIRECT
+#   readers and one idle-class reader. mq-deadline dispatches no idle-class request while a
+#   best-effort one is in flight (until it has waited prio_aging_expire, 10 s), and scsi_debug holds
+#   each for a jiffy: after each best-effort dispatch blk-mq asks again, the scheduler has work but
+#   returns nothing, and the queue is run again after the delay.
 . /xsie/lib.sh
 require_consts BLK_MQ_RESOURCE_DELAY BLK_MQ_BUDGET_DELAY
 ensure_xsie
 M=/xsie/modules
-readers() { # readers DEV N: N O_DIRECT readers of DEV in a loop until /tmp/readers.stop
+readers() { # readers DEV FIRST N [CMD...]: readers FIRST..FIRST+N-1 of DEV (O_DIRECT, each in its
+	# own MiB), each dd run under CMD, in a loop until /tmp/readers.stop
+	dev=$1 first=$2 n=$3
+	shift 3
 	rm -f /tmp/readers.stop
-	for r in $(seq "$2"); do
+	for r in $(seq "$first" $((first + n - 1))); do
 		(while [ ! -e /tmp/readers.stop ]; do
-			dd if="$1" of=/dev/null bs=4k count=256 skip=$((r * 1024)) iflag=direct 2> /dev/null
+			"$@" dd if="$dev" of=/dev/null bs=4k count=256 skip=$((r * 256)) iflag=direct 2> /dev/null
 		done) &
 	done
 }
 stop_readers() { touch /tmp/readers.stop; wait; }
 delay_timers() { # delay_timers MS [N]: delayed-work timers of msecs_to_jiffies(MS) (or a jiffy
-	# less) in a 2 s window; with N, up to N windows until some are seen (BFQ's idling comes in spells)
+	# less) in a 2 s window; with N, up to N windows until some are seen
 	j=$((($1 * 250 + 999) / 1000)) n=0
 	for _ in $(seq "${2:-1}"); do
 		echo > $TRACE/trace
@@ -71,20 +77,19 @@ for m in scsi_common scsi_mod crct10dif_common crct10dif_generic crc-t10dif crc6
 done
 insmod $M/scsi_debug.ko dev_size_mb=16 delay=1
 for i in $(seq 50); do [ -e /sys/block/sda/device/queue_depth ] && break; sleep 0.1; done
+depth=$(cat /sys/block/sda/device/queue_depth 2> /dev/null)
 if echo 1 > /sys/block/sda/device/queue_depth && echo none > /sys/block/sda/queue/scheduler; then
-	readers /dev/sda 4
+	readers /dev/sda 1 4
 	delay_retune resource BLK_MQ_RESOURCE_DELAY 1236 2468
 	stop_readers
 else
 	fail resource_setup "scsi_debug's disk sda did not appear with a settable queue depth"
 fi
-
-nullb_setup || { fail budget_setup "null_blk did not load"; exit 0; }
-insmod $M/bfq.ko
-echo bfq > /sys/block/nullb0/queue/scheduler
-echo 1 > /sys/block/nullb0/queue/rotational
-readers /dev/nullb0 2
-delay_retune budget BLK_MQ_BUDGET_DELAY 1236 2468
-stop_readers
-echo mq-deadline > /sys/block/nullb0/queue/scheduler
-echo 0 > /sys/block/nullb0/queue/rotational
+if echo "$depth" > /sys/block/sda/device/queue_depth && echo mq-deadline > /sys/block/sda/queue/scheduler; then
+	readers /dev/sda 1 2
+	readers /dev/sda 3 1 ionice -c 3
+	delay_retune budget BLK_MQ_BUDGET_DELAY 1236 2468
+	stop_readers
+else
+	fail budget_setup "scsi_debug's disk sda did not take back its queue depth $depth with mq-deadline"
+fi

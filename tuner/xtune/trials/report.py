@@ -192,7 +192,7 @@ def summary_line(
                 text += ")"
             text += f" with {params_text(result.get('best'))}"
         elif exp.result is not None:
-            text += ", no better values found (knobs left as they were)"
+            text += ", " + (result.get("kept_original") or "no better values found (knobs left as they were)")
         else:
             text += ", run not finished"
         text += f"; mean {plus_minus} standard deviation over {len(before)}"
