@@ -58,7 +58,7 @@ class Case:
 
 CASES = [
     # Pipelined 4 KiB SETs from 4 clients: each read brings many commands, so the read size matters.
-    Case("iobuf", "PROTO_IOBUF_LEN", 16384, [16384, 4096, 32768, 12000, 2048],
+    Case("iobuf", "PROTO_IOBUF_LEN", 16384, [16384, 4096, 40960, 12000, 2048],
          f"-t set -n {N} -P 32 -d 4096 -c 4".split(), whole="iobuf-global"),
     # 16 KiB GET replies, pipelined: the reply buffer and the reply list's node size.
     Case("reply", "PROTO_REPLY_CHUNK_BYTES", 16384, [16384, 4096, 65536, 12000, 2048],

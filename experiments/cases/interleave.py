@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import contextlib
 import re
-import subprocess
 from collections.abc import Callable, Sequence
 
 from xtune.config import expr
 from xtune.config.schema import Benchmark, Knob
+from xtune.host import netns
 from xtune.knobs.actuator import Actuator
 from xtune.knobs.table import KnobClient, KnobError
 from xtune.tuning.benchmark import MetricMissing, run_benchmark
@@ -48,8 +48,8 @@ def knobs_for(targets: list[str], server_netns: str | None) -> dict[str, Knob]:
             continue
         where = scope(key_of(target)[0], server_netns)
         assert where is not None, target
-        netns = f"/run/netns/{where.netns}" if where.netns else None
-        out[target] = Knob(name=name, backend="sysctl", target=target, netns=netns, range=(0, 2**62))
+        ns = netns.path(where.netns) if where.netns else None
+        out[target] = Knob(name=name, backend="sysctl", target=target, netns=ns, range=(0, 2**62))
     return out
 
 
@@ -137,7 +137,7 @@ def forget_paths(namespaces: Sequence[str]) -> None:
     """Empty TCP's metrics cache in each namespace (a new connection would start from the window
     and RTT the previous run's connections to the same address left)."""
     for ns in namespaces:
-        subprocess.run(["ip", "-n", ns, "tcp_metrics", "flush", "all"], check=True, capture_output=True)
+        netns.run("ip", "-n", ns, "tcp_metrics", "flush", "all")
 
 
 def perf_const_armed(

@@ -15,6 +15,7 @@ podman container (docker/podman.sh) in the host's network namespace, with the ho
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import signal
 import socket
@@ -188,13 +189,20 @@ class SimulatedHost:
                 os.unlink(f"/dev/shm/{shm}")
 
 
+_FLEETS = itertools.count()
+_SUBNET_BASE = int.from_bytes(os.urandom(1))  # fleets of two test processes rarely share a subnet
+
+
 class SimulatedFleet:
     """N simulated hosts and the hosts file that names them (`hosts.yaml` in `root`); `images` maps
     a host's name (h1, h2, ...) to the agent image its daemons run from (the others: build/bin)."""
 
     def __init__(self, root: Path, count: int, images: dict[str, str] | None = None) -> None:
-        tag = f"{os.getpid() % 10000}{os.urandom(1).hex()}"
-        subnet = 100 + int.from_bytes(os.urandom(1)) % 100
+        # Numbered per process, not drawn at random: a fleet's veths outlive its namespaces for a
+        # moment (the kernel destroys them asynchronously), so the next fleet must not reuse names.
+        n = next(_FLEETS)
+        tag = f"{os.getpid() % 10000}{n % 100:02d}"
+        subnet = 100 + (_SUBNET_BASE + n) % 100
         self.root = root
         images = images or {}
         self.hosts = [SimulatedHost(root, i + 1, subnet, tag, images.get(f"h{i + 1}")) for i in range(count)]
