@@ -142,6 +142,7 @@ def main() -> int:
         "values_before": before,
         "values_after": after,
         "restored": after == before,
+        "restored_count": sum(after[k] == before[k] for k in keys),
     }
     print(write_result("web_pick", result, SOURCES))
     return 0 if result["restored"] else 1
