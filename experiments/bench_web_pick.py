@@ -45,10 +45,7 @@ def where(key: str, netns: str) -> str | None:
 
 def pick_of_case() -> dict[str, int]:
     case = json.loads((RESULTS / "case_studies.json").read_text())["cases"]["web"]
-    values = case["contenders"]["xtune-bo"]["values"]
-    if not values:
-        sys.exit("case_studies.json: xtune-bo ran the defaults in the web case: nothing to take apart")
-    return values
+    return case["contenders"]["xtune-bo"]["values"]
 
 
 def settings_text(pick: dict[str, int], now: dict[str, str]) -> dict[str, str]:
@@ -67,6 +64,9 @@ def main() -> int:
     ap.add_argument("--seconds", type=int, default=4)
     args = ap.parse_args()
     pick = pick_of_case()
+    if not pick:  # not a failure of `make bench`: BO kept the defaults, there is no pick
+        print("case_studies.json: xtune-bo ran the defaults in the web case: nothing to take apart")
+        return 0
     work = Path(tempfile.mkdtemp(prefix="xtune-web-pick-"))
     with web.CASE.place(work, False) as place:
         ns, v = place.netns, place.variables
