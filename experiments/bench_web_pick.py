@@ -2,7 +2,8 @@
 """The web case's BO pick taken apart, outside the case's harness: the values xtune-bo ran in
 experiments/results/case_studies.json set by hand over a fresh veth pair, beside the defaults, with
 autogroup off alone and the pick without autogroup, each on a quiet host and beside one CPU-bound
-process started with setsid() (the competitor, an autogroup of its own), interleaved, nginx restarted after each change.
+process started with setsid() (the competitor, an autogroup of its own), interleaved, nginx
+restarted after each change.
 
     python experiments/bench_web_pick.py            # 5 repetitions, 4 s wrk runs
 
