@@ -26,6 +26,7 @@ from cases.paired import ratio_ci95
 from cases.profiles import key_of
 from cases.servers import SERVERS
 from resultfile import RESULTS, write_result
+from xtune.host import netns as netns_
 from xtune.testing.stats import mean_ci95
 
 SOURCES = ["experiments/bench_web_pick.py", "experiments/cases", "experiments/results/case_studies.json"]
@@ -33,11 +34,16 @@ AUTOGROUP = "kernel.sched_autogroup_enabled"
 HOST_WIDE = ("kernel.", "net.core.netdev_max_backlog")  # not held per namespace
 
 
-def sysctl(netns: str | None, key: str, value: str | None = None) -> str:
-    cmd = ["sysctl", "-n", key] if value is None else ["sysctl", "-w", f"{key}={value}"]
-    if netns is not None:
-        cmd = ["ip", "netns", "exec", netns, *cmd]
-    return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip()
+def read(netns: str | None, key: str) -> str:
+    text = netns_.sysctl(netns, key)
+    if text is None:
+        raise SystemExit(f"{key}: this kernel has no such sysctl (netns {netns or 'host'})")
+    return text
+
+
+def write(netns: str | None, key: str, value: str) -> None:
+    cmd = ["sysctl", "-w", f"{key}={value}"]
+    netns_.run(*(cmd if netns is None else ["ip", "netns", "exec", netns, *cmd]))
 
 
 def where(key: str, netns: str) -> str | None:
@@ -73,7 +79,7 @@ def main() -> int:
         ns, v = place.netns, place.variables
         assert ns is not None
         keys = sorted({key_of(t)[0] for t in pick} | {AUTOGROUP})
-        before = {k: sysctl(where(k, ns), k) for k in keys}
+        before = {k: read(where(k, ns), k) for k in keys}
         full = settings_text(pick, before)
         configs = {
             "defaults": {},
@@ -97,7 +103,7 @@ def main() -> int:
                     random.Random(rep).shuffle(order)
                     for name in order:
                         for k in keys:
-                            sysctl(where(k, ns), k, configs[name].get(k, before[k]))
+                            write(where(k, ns), k, configs[name].get(k, before[k]))
                         server.start()
                         try:
                             out = subprocess.run(
@@ -122,8 +128,8 @@ def main() -> int:
                 competitor.wait()
             server.stop()
             for k in keys:
-                sysctl(where(k, ns), k, before[k])
-            after = {k: sysctl(where(k, ns), k) for k in keys}
+                write(where(k, ns), k, before[k])
+            after = {k: read(where(k, ns), k) for k in keys}
     result = {
         "reps": args.reps,
         "seconds": args.seconds,
