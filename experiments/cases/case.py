@@ -49,6 +49,9 @@ class Case:
     # A compiled-in constant of the server retuned live through SIE: the case runs the binary its
     # scope table was made for, and its BO SLO file names the running server (SERVER_PID, PLAN).
     perf_const: PerfConst | None = None
+    # BO trials: four Sobol points and eight guided ones. With four guided trials BO found the
+    # network case's narrow band of useful send caps in one full run of two.
+    budget: int = 12
 
     def variables(self, pair: VethPair | ShapedPath, serve_dir: Path, quick: bool) -> dict[str, str]:
         return {

@@ -94,7 +94,17 @@ def tune_bo(
     trials = store.trials(exp.id)
     log(f"  xtune BO: {len(trials)} trials, result {exp.result}")
     failed = sum(t.status == "failed" for t in trials)
-    return {"result": exp.result, "trials": len(trials), "failed": failed, "seconds": seconds}
+    # Each trial as BO met it: where the search went, and which values broke an SLO line.
+    history = [
+        {"index": t.index, "params": t.params, "status": t.status, "objective": t.objective} for t in trials
+    ]
+    return {
+        "result": exp.result,
+        "trials": len(trials),
+        "failed": failed,
+        "seconds": seconds,
+        "history": history,
+    }
 
 
 def best_value(knob: Knob, value: float | str) -> int | str:
