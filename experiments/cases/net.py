@@ -23,6 +23,6 @@ CASE = Case(
     # tcp_notsent_lowat: below it the bulk falls under the SLO line, above it the queue grows),
     # 0.3 of the eight doublings in the cap's range, and the p99 of one run at large caps spreads
     # by 10 ms: with twelve trials BO kept a lucky run at a 14.5 MB cap in one run of three. A
-    # trial costs about 15 s here, so twenty cost five minutes.
+    # trial (two runs) costs about 30 s here, so twenty cost ten minutes.
     budget=20,
 )
