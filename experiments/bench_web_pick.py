@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The web case's BO pick taken apart, outside the case's harness: the values xtune-bo ran in
-experiments/results/case_studies.json set by hand over a fresh veth pair, beside the defaults, with
+experiments/results/case_studies.json (or BO's best trial there, when its confirming pairs turned
+it away) set by hand over a fresh veth pair, beside the defaults, with
 autogroup off alone and the pick without autogroup, each on a quiet host and beside one CPU-bound
 process started with setsid() (the competitor, an autogroup of its own), interleaved, nginx
 restarted after each change.
@@ -14,8 +15,10 @@ every way out; the JSON records both.
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -26,12 +29,17 @@ from cases.paired import ratio_ci95
 from cases.profiles import key_of
 from cases.servers import SERVERS
 from resultfile import RESULTS, write_result
+from xtune.config import load
 from xtune.host import netns as netns_
 from xtune.testing.stats import mean_ci95
 
 SOURCES = ["experiments/bench_web_pick.py", "experiments/cases", "experiments/results/case_studies.json"]
 AUTOGROUP = "kernel.sched_autogroup_enabled"
 HOST_WIDE = ("kernel.", "net.core.netdev_max_backlog")  # not held per namespace
+# The case's SLO file read for its knobs' targets only: its variables, filled with placeholders.
+FILL = {"BUDGET": "1", "SECONDS": "1", "SERVER_ADDR": "10.0.0.2"} | dict.fromkeys(
+    ("CASES", "CLIENT_NETNS", "PYTHON", "SERVER_NETNS_NAME", "SERVER_NETNS", "SERVE_DIR"), "/x"
+)
 
 
 def read(netns: str | None, key: str) -> str:
@@ -50,9 +58,23 @@ def where(key: str, netns: str) -> str | None:
     return None if key.startswith(HOST_WIDE) else netns
 
 
-def pick_of_case() -> dict[str, int]:
+def pick_of_case() -> tuple[dict[str, int], str]:
+    """The values to take apart, and which they are: xtune-bo's in the case, or, when BO kept the
+    defaults, its best trial, the one its confirming pairs turned away (named in the run's reason,
+    and checked against the trials the case recorded)."""
     case = json.loads((RESULTS / "case_studies.json").read_text())["cases"]["web"]
-    return case["contenders"]["xtune-bo"]["values"]
+    values = case["contenders"]["xtune-bo"]["values"]
+    if values:
+        return values, "xtune-bo's values in the case"
+    reason = case["bo"]["result"].get("kept_original") or ""
+    m = re.match(r"the best trial \((\{.*?\})\) measured again", reason)
+    if m is None:
+        return {}, ""
+    params = ast.literal_eval(m.group(1))
+    if not any(t["params"] == params for t in case["bo"].get("history", [])):
+        raise RuntimeError(f"case_studies.json: the best trial {params} is not among the case's trials")
+    knobs = {k.name: k.target for k in load(web.CASE.bo_file, FILL).knobs}
+    return {knobs[n]: int(v) for n, v in params.items()}, "BO's best trial, not kept (it did not confirm)"
 
 
 def settings_text(pick: dict[str, int], now: dict[str, str]) -> dict[str, str]:
@@ -70,7 +92,7 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--seconds", type=int, default=4)
     args = ap.parse_args()
-    pick = pick_of_case()
+    pick, which = pick_of_case()
     if not pick:  # not a failure of `make bench`: BO kept the defaults, there is no pick
         print("case_studies.json: xtune-bo ran the defaults in the web case: nothing to take apart")
         return 0
@@ -134,6 +156,7 @@ def main() -> int:
         "reps": args.reps,
         "seconds": args.seconds,
         "pick": pick,
+        "pick_is": which,
         "configs": configs,
         "conditions": {
             c: {
