@@ -1,0 +1,49 @@
+"""Which values bench_web_pick takes apart: xtune-bo's in the web case, or, when BO kept the
+defaults, the best trial its confirming pairs turned away, read from the reason the run gives
+(written here by the loop's own `Confirmation.why_not`, so a change of its wording fails here)
+and checked against the trials the case recorded."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import bench_web_pick
+import pytest
+from xtune.tuning.confirm import Confirmation
+
+BEST = {"somaxconn": 4096.0, "syn_backlog": 1024.0, "wmem_default": 65536.0, "rmem_default": 8192.0,
+        "fin_timeout": 30.0, "netdev_backlog": 2000.0, "autogroup": 0.0}  # fmt: skip
+
+
+def write_case(tmp_path: Path, values: dict, history: list[dict]) -> None:
+    reason = Confirmation([100.0, 104.0], [103.0, 101.0], 1.0, 0.9).why_not(BEST)
+    web = {
+        "contenders": {"xtune-bo": {"values": values}},
+        "bo": {"result": {"kept_original": None if values else reason}, "history": history},
+    }
+    (tmp_path / "case_studies.json").write_text(json.dumps({"cases": {"web": web}}))
+
+
+def test_xtune_values_when_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bench_web_pick, "RESULTS", tmp_path)
+    write_case(tmp_path, {"net.core.somaxconn": 4096}, [])
+    assert bench_web_pick.pick_of_case() == ({"net.core.somaxconn": 4096}, "xtune-bo's values in the case")
+
+
+def test_best_trial_when_the_defaults_were_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bench_web_pick, "RESULTS", tmp_path)
+    write_case(tmp_path, {}, [{"index": 3, "params": BEST, "status": "completed", "objective": 1.0}])
+    pick, which = bench_web_pick.pick_of_case()
+    assert which.startswith("BO's best trial")
+    assert pick["kernel.sched_autogroup_enabled"] == 0 and pick["net.ipv4.tcp_wmem[1]"] == 65536
+    assert len(pick) == len(BEST)
+
+
+def test_a_best_trial_the_case_did_not_record_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bench_web_pick, "RESULTS", tmp_path)
+    write_case(tmp_path, {}, [{"index": 0, "params": {**BEST, "autogroup": 1.0}, "status": "completed"}])
+    with pytest.raises(RuntimeError, match="not among the case's trials"):
+        bench_web_pick.pick_of_case()
