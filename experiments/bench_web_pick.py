@@ -36,7 +36,8 @@ from xtune.testing.stats import mean_ci95
 SOURCES = ["experiments/bench_web_pick.py", "experiments/cases", "experiments/results/case_studies.json"]
 AUTOGROUP = "kernel.sched_autogroup_enabled"
 HOST_WIDE = ("kernel.", "net.core.netdev_max_backlog")  # not held per namespace
-# The case's SLO file read for its knobs' targets only: its variables, filled with placeholders.
+# The case's SLO file is read here for its knobs' targets alone, which none of its variables
+# name: each variable gets a value the loader accepts, and nothing else reads them.
 FILL = {"BUDGET": "1", "SECONDS": "1", "SERVER_ADDR": "10.0.0.2"} | dict.fromkeys(
     ("CASES", "CLIENT_NETNS", "PYTHON", "SERVER_NETNS_NAME", "SERVER_NETNS", "SERVE_DIR"), "/x"
 )
@@ -74,6 +75,11 @@ def pick_of_case() -> tuple[dict[str, int], str]:
     if not any(t["params"] == params for t in case["bo"].get("history", [])):
         raise RuntimeError(f"case_studies.json: the best trial {params} is not among the case's trials")
     knobs = {k.name: k.target for k in load(web.CASE.bo_file, FILL).knobs}
+    unknown = sorted(set(params) - set(knobs))
+    if unknown:
+        raise RuntimeError(
+            f"case_studies.json: the best trial names {unknown}, not knobs of {web.CASE.bo_file}"
+        )
     return {knobs[n]: int(v) for n, v in params.items()}, "BO's best trial, not kept (it did not confirm)"
 
 

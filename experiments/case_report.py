@@ -110,9 +110,7 @@ def case_section(name: str, case: dict[str, Any]) -> str:
 def page(doc: dict[str, Any], plot: str | None) -> str:
     x = doc["xtune_bo"]
     ahead = ", ".join(x["beats_defaults"]) or "none"
-    budget = doc["budget"]  # per case; one number in results written before cases had their own
-    if isinstance(budget, dict):
-        budget = ", ".join(f"{n} {b}" for n, b in budget.items())
+    budget = ", ".join(f"{n} {b}" for n, b in doc["budget"].items())  # BO trials, per case
     summary = (
         f"{doc['reps']} interleaved repetitions per contender, BO budget {budget}, "
         f"{doc['seconds'] / 60:.0f} min. xtune's BO ahead of the defaults (Holm) in "

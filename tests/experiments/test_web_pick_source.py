@@ -47,3 +47,13 @@ def test_a_best_trial_the_case_did_not_record_is_refused(
     write_case(tmp_path, {}, [{"index": 0, "params": {**BEST, "autogroup": 1.0}, "status": "completed"}])
     with pytest.raises(RuntimeError, match="not among the case's trials"):
         bench_web_pick.pick_of_case()
+
+
+def test_a_best_trial_with_a_knob_the_file_lacks_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bench_web_pick, "RESULTS", tmp_path)
+    monkeypatch.setitem(BEST, "gone", 1.0)
+    write_case(tmp_path, {}, [{"index": 0, "params": dict(BEST), "status": "completed"}])
+    with pytest.raises(RuntimeError, match=r"names \['gone'\], not knobs of"):
+        bench_web_pick.pick_of_case()
