@@ -15,10 +15,8 @@ every way out; the JSON records both.
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import random
-import re
 import subprocess
 import sys
 import tempfile
@@ -61,17 +59,15 @@ def where(key: str, netns: str) -> str | None:
 
 def pick_of_case() -> tuple[dict[str, int], str]:
     """The values to take apart, and which they are: xtune-bo's in the case, or, when BO kept the
-    defaults, its best trial, the one its confirming pairs turned away (named in the run's reason,
-    and checked against the trials the case recorded)."""
+    defaults, its best trial, the one its confirming pairs turned away (the run's `candidate`,
+    checked against the trials the case recorded)."""
     case = json.loads((RESULTS / "case_studies.json").read_text())["cases"]["web"]
     values = case["contenders"]["xtune-bo"]["values"]
     if values:
         return values, "xtune-bo's values in the case"
-    reason = case["bo"]["result"].get("kept_original") or ""
-    m = re.match(r"the best trial \((\{.*?\})\) measured again", reason)
-    if m is None:
+    params = case["bo"]["result"].get("candidate")
+    if not params:
         return {}, ""
-    params = ast.literal_eval(m.group(1))
     if not any(t["params"] == params for t in case["bo"].get("history", [])):
         raise RuntimeError(f"case_studies.json: the best trial {params} is not among the case's trials")
     knobs = {k.name: k.target for k in load(web.CASE.bo_file, FILL).knobs}

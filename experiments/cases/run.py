@@ -94,10 +94,14 @@ def tune_bo(
     trials = store.trials(exp.id)
     log(f"  xtune BO: {len(trials)} trials, result {exp.result}")
     failed = sum(t.status == "failed" for t in trials)
-    # Each trial as BO met it: where the search went, and which values broke an SLO line.
+    # Each trial as BO met it: where the search went, its standard error (floored at the baseline's
+    # spread), and which values the guard rolled back (status "infeasible"; a trial whose mean
+    # misses an SLO line without tripping the guard reads "completed").
     history = [
-        {"index": t.index, "params": t.params, "status": t.status, "objective": t.objective} for t in trials
-    ]
+        {"index": t.index, "params": t.params, "status": t.status, "objective": t.objective,
+         "objective_sem": t.objective_sem}
+        for t in trials
+    ]  # fmt: skip
     return {
         "result": exp.result,
         "trials": len(trials),

@@ -1,7 +1,6 @@
 """Which values bench_web_pick takes apart: xtune-bo's in the web case, or, when BO kept the
-defaults, the best trial its confirming pairs turned away, read from the reason the run gives
-(written here by the loop's own `Confirmation.why_not`, so a change of its wording fails here)
-and checked against the trials the case recorded."""
+defaults, the best trial its confirming pairs turned away (the run's `candidate`), checked against
+the trials the case recorded."""
 
 from __future__ import annotations
 
@@ -10,18 +9,14 @@ from pathlib import Path
 
 import bench_web_pick
 import pytest
-from xtune.tuning.confirm import Confirmation
 
 BEST = {"somaxconn": 4096.0, "syn_backlog": 1024.0, "wmem_default": 65536.0, "rmem_default": 8192.0,
         "fin_timeout": 30.0, "netdev_backlog": 2000.0, "autogroup": 0.0}  # fmt: skip
 
 
 def write_case(tmp_path: Path, values: dict, history: list[dict]) -> None:
-    reason = Confirmation([100.0, 104.0], [103.0, 101.0], 1.0, 0.9).why_not(BEST)
-    web = {
-        "contenders": {"xtune-bo": {"values": values}},
-        "bo": {"result": {"kept_original": None if values else reason}, "history": history},
-    }
+    result = {"kept_original": None if values else "did not confirm", "candidate": BEST}
+    web = {"contenders": {"xtune-bo": {"values": values}}, "bo": {"result": result, "history": history}}
     (tmp_path / "case_studies.json").write_text(json.dumps({"cases": {"web": web}}))
 
 

@@ -215,8 +215,9 @@ def test_a_drifting_host_does_not_make_the_best_trial_look_better_than_the_start
     the baseline it would look better by the drift alone. Measured in turns with the start's
     values (start, best; best, start; ...) it wins every other pair by one and loses the others by
     one, and the start's values stay."""
-    result, original, _ = drift_run(lab, tmp_path, pairs=4, gain=0)
+    result, original, hi = drift_run(lab, tmp_path, pairs=4, gain=0)
     assert result["best"] is None and "no better than the start" in result["kept_original"], result
+    assert result["candidate"] == {"syn_retries": hi}, result  # what was turned away stays on record
     assert result["confirmation"]["holds"] is False
     assert [
         round(b - s)

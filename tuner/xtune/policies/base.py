@@ -13,11 +13,13 @@ class Outcome:
 
     `objective` is the objective expression; `slo` maps each SLO line's index to its left side.
     `feasible` is False when the guard tripped (the values are what was measured until then).
+    A standard error of None is unknown (the run's baseline had one window): the loop gives every
+    trial of a run errors, or none, so a policy never mixes the two.
     """
 
     objective: float
-    objective_sem: float
-    slo: dict[int, tuple[float, float]]
+    objective_sem: float | None
+    slo: dict[int, tuple[float, float | None]]
     feasible: bool
 
 

@@ -51,13 +51,13 @@ def _spec(slo: SloFile, bounds: dict[int, float]) -> dict[str, Any]:
     }
 
 
-def _raw(outcome: Outcome, log: bool = False) -> dict[str, tuple[float, float]]:
-    objective = (outcome.objective, outcome.objective_sem)
+def _raw(outcome: Outcome, log: bool = False) -> dict[str, tuple[float, float | None]]:
+    """Ax's raw data: (mean, sem) per metric, sem None where unknown (Ax then infers the noise)."""
+    objective: tuple[float, float | None] = (outcome.objective, outcome.objective_sem)
     if log:  # delta method: sd(log X) ~ sd(X) / X
-        objective = (
-            math.log(max(outcome.objective, 1e-12)),
-            outcome.objective_sem / max(outcome.objective, 1e-12),
-        )
+        sem = outcome.objective_sem
+        scale = max(outcome.objective, 1e-12)
+        objective = (math.log(scale), None if sem is None else sem / scale)
     raw = {"objective": objective}
     raw.update({f"slo{i}": v for i, v in outcome.slo.items()})
     return raw
@@ -139,19 +139,26 @@ class BoPolicy(TrialPolicy):
         self.suggest_seconds: list[float] = []
         self.warm_started = 0
         self.knobs = knobs = {k.name: k for k in slo.knobs}
+        self.errors_known = slo.policy.baseline_windows >= 2  # as `Summary.with_noise_floor`
         for t in warm:
             if t.objective is None or set(t.params) != set(knobs):
                 continue
             if any(k.range and not k.range[0] <= t.params[n] <= k.range[1] for n, k in knobs.items()):
                 continue
             # Lines with no value (null in the store) are left out, as `Runner` leaves them out live.
+            # Errors as the live trials carry them (known, or None for all when the baseline has one
+            # window): Ax refuses a run where some errors are known and others are not.
             slo_raw = {
-                int(i): (mean, sem if sem is not None and math.isfinite(sem) else 0.0)
+                int(i): (mean, self._sem(sem))
                 for i, (mean, sem) in t.metrics.get("slo", {}).items()
                 if mean is not None and math.isfinite(mean)
             }
-            outcome = Outcome(t.objective, t.objective_sem or 0.0, slo_raw, t.status == "completed")
-            raw = _raw(outcome, self.log)  # type: ignore[arg-type]
+            sem = self._sem(t.objective_sem)
+            outcome = Outcome(t.objective, sem, slo_raw, t.status == "completed")
+            sems = [outcome.objective_sem, *(v[1] for v in slo_raw.values())]
+            if self.errors_known and None in sems:
+                continue  # stored without an error (a run with a one-window baseline): it would mix
+            raw = _raw(outcome, self.log)
             values = {n: float(v) if knobs[n].range else _choice(knobs[n], v) for n, v in t.params.items()}
             if any(v is None for v in values.values()):
                 continue  # a choice this knob no longer has
@@ -197,6 +204,10 @@ class BoPolicy(TrialPolicy):
 
     def fail(self, index: int, reason: str) -> None:
         self._call(("fail", (index, reason)))
+
+    def _sem(self, sem: float | None) -> float | None:
+        """A stored trial's error as this run tells Ax of errors (None for all when unknown)."""
+        return sem if self.errors_known and sem is not None and math.isfinite(sem) else None
 
     def close(self) -> None:
         if self._proc.poll() is None:

@@ -184,27 +184,53 @@ class FramePump(threading.Thread):
 
 @dataclass
 class Summary:
-    """Mean and standard error over windows: the objective and each SLO line's left side."""
+    """Mean and standard error over windows: the objective and each SLO line's left side.
+
+    A standard error from one window is unknown (NaN), never 0: a policy told 0 would fit that one
+    run as exact. `with_noise_floor` gives it the baseline's spread."""
 
     objective: float
     objective_sem: float
     slo: dict[int, tuple[float, float]]
     windows: int
+    slo_windows: dict[int, int] = field(default_factory=dict)  # windows that gave each line a value
 
     @classmethod
     def of(cls, rows: list[tuple[float, list[float | None]]], n_lines: int) -> Summary:
         def mean_sem(xs: list[float]) -> tuple[float, float]:
             if not xs:
                 return math.nan, math.nan
-            sem = statistics.stdev(xs) / math.sqrt(len(xs)) if len(xs) > 1 else 0.0
+            sem = statistics.stdev(xs) / math.sqrt(len(xs)) if len(xs) > 1 else math.nan
             return statistics.fmean(xs), sem
 
         obj, sem = mean_sem([r[0] for r in rows])
-        slo = {}
+        slo, counts = {}, {}
         for i in range(n_lines):
-            xs = [r[1][i] for r in rows if r[1][i] is not None]
-            slo[i] = mean_sem([x for x in xs if x is not None])
-        return cls(obj, sem, slo, len(rows))
+            xs = [x for r in rows if (x := r[1][i]) is not None]
+            slo[i], counts[i] = mean_sem(xs), len(xs)
+        return cls(obj, sem, slo, len(rows), counts)
+
+    def with_noise_floor(self, baseline: Summary) -> Summary:
+        """These means with standard errors no smaller than the baseline's window-to-window spread
+        allows for as many windows: a trial of one window gets the baseline's spread, one of two
+        lucky close windows no more certainty than the host's noise gives. Errors stay unknown when
+        the baseline has fewer than two windows (no spread to read)."""
+
+        def sem(own: float, n: int, base: float, m: int) -> float:
+            if m < 2 or not math.isfinite(base) or n < 1:
+                return math.nan
+            floor = base * math.sqrt(m) / math.sqrt(n)  # the baseline's per-window spread, n windows
+            return max(own, floor) if math.isfinite(own) else floor
+
+        b = baseline
+        nan = (math.nan, math.nan)
+        slo = {
+            i: (v[0], sem(v[1], self.slo_windows.get(i, self.windows), b.slo.get(i, nan)[1],
+                          b.slo_windows.get(i, b.windows)))
+            for i, v in self.slo.items()
+        }  # fmt: skip
+        obj_sem = sem(self.objective_sem, self.windows, b.objective_sem, b.windows)
+        return Summary(self.objective, obj_sem, slo, self.windows, dict(self.slo_windows))
 
 
 # Trials that fail one after another say something is wrong beyond their values (a target process
@@ -234,8 +260,8 @@ class TrialResult:
     def outcome(self) -> Outcome:
         """What the policy is told of this trial."""
         s = self.summary
-        slo = {i: (m, _finite(sem) or 0.0) for i, (m, sem) in s.slo.items() if not math.isnan(m)}
-        return Outcome(s.objective, _finite(s.objective_sem) or 0.0, slo, self.feasible)
+        slo = {i: (m, _finite(sem)) for i, (m, sem) in s.slo.items() if not math.isnan(m)}
+        return Outcome(s.objective, _finite(s.objective_sem), slo, self.feasible)
 
 
 @dataclass
@@ -312,6 +338,7 @@ class Runner:
             experiment_id = store.new_experiment(slo.name, slo.model_dump(mode="json"))
         self.experiment_id = experiment_id
         self._last_window_t = 0.0
+        self.noise: Summary | None = None  # the baseline: its spread is the floor of trials' errors
 
     # -- windows -------------------------------------------------------------------------------
 
@@ -417,6 +444,8 @@ class Runner:
             self.metrics.knob(name, float(want) if isinstance(want, (int, float)) else 0.0, float(value))
 
     def trial(self, policy: TrialPolicy, index: int, params: dict[str, Any]) -> TrialResult:
+        if self.noise is None:  # nothing is applied: its error needs the baseline's spread
+            raise RuntimeError("a trial was asked for before the baseline was measured")
         started = time.time()
         n = max(self.slo.policy.windows, self.slo.guard.watch_windows)
         self.progress("trial", {"index": index, "params": params, "windows": n})
@@ -427,6 +456,7 @@ class Runner:
         self.settle()
         self.guard.watch()
         summary, bad = self.measure(n, "measure", index, guarded=True)
+        summary = summary.with_noise_floor(self.noise)
         result = TrialResult(index, dict(self.actuator.current), summary, not bad, bool(bad), bad)
         if bad:
             reason = "; ".join(
@@ -501,7 +531,7 @@ class Runner:
                 kept.append((obj, lhs))
         self.guard.set_baseline(rows)
         self.actuator.mark_good()
-        summary = Summary.of(kept, len(self.lines))
+        summary = self.noise = Summary.of(kept, len(self.lines))
         self.store.update_experiment(
             self.experiment_id,
             baseline={
@@ -529,6 +559,7 @@ class Runner:
         best: dict[str, Any] | None = None
         after: Summary | None = None
         kept_original: str | None = None
+        candidate: dict[str, Any] | None = None  # the best trial's values, kept or not
         confirmation: Confirmation | None = None
         start_again: Summary | None = None
         if self.tree is not None:
@@ -557,7 +588,7 @@ class Runner:
                 suggest_seconds = list(getattr(policy, "suggest_seconds", []))
             finally:
                 policy.close()
-            best = self.best(trials)
+            best = candidate = self.best(trials)
             if best is None:
                 kept_original = "no trial met the SLO: the start's values are kept"
                 self._back_to_start(start, original, kept_original)
@@ -586,6 +617,7 @@ class Runner:
             self.experiment_id,
             result={
                 "best": best,
+                "candidate": candidate,
                 "before": before.objective,
                 "start_again": start_again.objective if start_again and after else None,
                 "after": after.objective if after else None,
