@@ -41,6 +41,9 @@ def ratio_ci95(xs: dict[int, float], base: dict[int, float]) -> dict:
         "geomean": None if mean is None else math.exp(mean),
         "low": None if mean is None or half is None else math.exp(mean - half),
         "high": None if mean is None or half is None else math.exp(mean + half),
+        # The interval's reach either side of the geometric mean, in percent: a true ratio nearer 1
+        # than this would, measured with this run's spread, most often not leave 1 out.
+        "half_width_pct": None if half is None else 100 * (math.exp(half) - 1),
         "per_rep": ratios,
         "p": p_value([math.log(r) for r in ratios]),
     }

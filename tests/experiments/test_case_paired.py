@@ -22,6 +22,9 @@ def test_ratio_is_the_geometric_mean_of_the_per_repetition_ratios() -> None:
     inv = ratio_ci95({0: 100.0, 1: 100.0, 2: 100.0}, {0: 200.0, 1: 50.0, 2: 120.0})
     assert inv["low"] == pytest.approx(1 / r["high"])
     assert inv["high"] == pytest.approx(1 / r["low"])
+    # Its half-width, in percent, is the factor from the geometric mean to either end, both ways.
+    assert 1 + r["half_width_pct"] / 100 == pytest.approx(r["high"] / r["geomean"])
+    assert r["half_width_pct"] == pytest.approx(inv["half_width_pct"])
 
 
 def test_only_repetitions_both_measured_are_paired() -> None:
@@ -33,7 +36,7 @@ def test_only_repetitions_both_measured_are_paired() -> None:
 def test_one_pair_has_no_interval_and_beats_nothing() -> None:
     r = ratio_ci95({0: 300.0}, {0: 100.0})
     assert r["geomean"] == pytest.approx(3.0)
-    assert r["low"] is None and r["high"] is None
+    assert r["low"] is None and r["high"] is None and r["half_width_pct"] is None
     assert not better(r, maximize=True)
     empty = ratio_ci95({}, {0: 1.0})
     assert empty["n"] == 0 and empty["geomean"] is None and not better(empty, maximize=True)
