@@ -18,6 +18,14 @@ from xtune.host.services import Services
 from xtune.testing.postgres import Cluster, temporary_cluster
 
 HERE = Path(__file__).parent
+# Variables that let slo_good/bufferbloat-bo.yaml load where nothing runs it (a policy's own tests).
+BUFFERBLOAT_VARS = {
+    "RECEIVER_NETNS": "/r",
+    "SENDER_NETNS": "/s",
+    "RECEIVER_ADDR": "10.0.0.1",
+    "BULK": "/bin/true",
+    "SHM": "x",
+}
 
 
 @dataclass

@@ -5,22 +5,14 @@ from __future__ import annotations
 import math
 
 import pytest
-from conftest import HERE
+from conftest import BUFFERBLOAT_VARS, HERE
 from xtune.config import load
 from xtune.policies import Outcome, make_policy
 from xtune.trials.store import Store, StoredTrial
 
-VARS = {
-    "RECEIVER_NETNS": "/r",
-    "SENDER_NETNS": "/s",
-    "RECEIVER_ADDR": "10.0.0.1",
-    "BULK": "/bin/true",
-    "SHM": "x",
-}
-
 
 def test_warm_start_attaches_stored_trials() -> None:
-    slo = load(HERE / "slo_good/bufferbloat-bo.yaml", VARS)
+    slo = load(HERE / "slo_good/bufferbloat-bo.yaml", BUFFERBLOAT_VARS)
     slo_metrics = {"slo": {"0": [180.0, 1.0]}}
     warm = [
         StoredTrial(
@@ -54,7 +46,7 @@ def test_warm_start_attaches_stored_trials() -> None:
 def test_restarted_run_attaches_every_stored_trial(store_url: str) -> None:
     """A run stopped after its third trial: `xtune run` again opens the store afresh and its policy
     attaches every trial with an objective, an SLO line with no value (NaN, stored as null) too."""
-    slo = load(HERE / "slo_good/bufferbloat-bo.yaml", VARS)
+    slo = load(HERE / "slo_good/bufferbloat-bo.yaml", BUFFERBLOAT_VARS)
     stopped = Store(store_url)
     exp = stopped.new_experiment(slo.name, {})
     for i, (buf, objective, status, mean) in enumerate(

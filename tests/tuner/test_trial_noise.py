@@ -10,19 +10,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from conftest import HERE
+from conftest import BUFFERBLOAT_VARS, HERE
 from xtune.config import load
 from xtune.policies import Outcome, make_policy
 from xtune.trials.store import StoredTrial
 from xtune.tuning.loop import Summary, TrialResult
 
-VARS = {
-    "RECEIVER_NETNS": "/r",
-    "SENDER_NETNS": "/s",
-    "RECEIVER_ADDR": "10.0.0.1",
-    "BULK": "/bin/true",
-    "SHM": "x",
-}
 BASE = [(100.0, [10.0]), (104.0, [12.0]), (96.0, [11.0]), (100.0, None)]  # the last window has no line value
 
 
@@ -59,7 +52,7 @@ def test_a_one_window_baseline_leaves_every_error_unknown() -> None:
 
 
 def policy_of(baseline_windows: int, warm: list[StoredTrial]) -> Any:
-    slo = load(HERE / "slo_good/bufferbloat-bo.yaml", VARS)
+    slo = load(HERE / "slo_good/bufferbloat-bo.yaml", BUFFERBLOAT_VARS)
     slo.policy.baseline_windows = baseline_windows
     return make_policy(slo, {0: 170.0}, warm)
 
