@@ -6,6 +6,7 @@ and a thread that never returns from a uretprobed function makes arming refuse, 
 from __future__ import annotations
 
 import random
+import time
 from pathlib import Path
 
 import pytest
@@ -15,8 +16,15 @@ from xtune.sie import attach as eng
 from xtune.testing import sie_oracle as oracle
 
 
-def uprobes_page(pid: int) -> bool:
-    return "[uprobes]" in Path(f"/proc/{pid}/maps").read_text()
+def uprobes_page(pid: int, wait_s: float = 10.0) -> bool:
+    """Whether a probe fired in pid: the kernel maps [uprobes] at the first hit. The answering
+    thread can reply before the main thread reaches worker(), so on a busy host this waits."""
+    deadline = time.monotonic() + wait_s
+    while "[uprobes]" not in Path(f"/proc/{pid}/maps").read_text():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def test_changes_and_cycles_under_uretprobes(engine):
