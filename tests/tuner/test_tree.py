@@ -43,20 +43,26 @@ workload:
 """
 
 
-def expert(values: dict[str, float]) -> int:
-    """The rule the recording's decisions come from: shrink the buffer as the RTT grows."""
+def expert(values: dict[str, float], bounds: tuple[float, float]) -> int:
+    """The rule the recording's decisions come from: shrink the buffer as the RTT grows. Its
+    thresholds are the recording's own RTT terciles, so every decision occurs on a host of any speed."""
     p99 = values.get("tcp.srtt.p99", 0.0)
-    if p99 > 100_000:
+    if p99 > bounds[1]:
         return 65536
-    if p99 > 25_000:
+    if p99 > bounds[0]:
         return 262144
     return 4194304
 
 
+def terciles(samples: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    return ordered[len(ordered) // 3], ordered[2 * len(ordered) // 3]
+
+
 def record(lab: Lab, path: Path) -> int:
-    """Real frames while the bulk flow runs under three receive limits, with the rule's decisions."""
-    decisions = 0
-    with ShmFrameReader(lab.svc.signals_shm) as reader, RecordingWriter(path) as rec:
+    """Real frames while the bulk flow runs under three receive limits, then the rule's decisions."""
+    frames: list[tuple[bytes, dict[str, float]]] = []
+    with ShmFrameReader(lab.svc.signals_shm) as reader:
         for rmem in (33554432, 1048576, 65536):
             subprocess.run(
                 [
@@ -79,17 +85,19 @@ def record(lab: Lab, path: Path) -> int:
                 while time.monotonic() < end:
                     frame = reader.poll(1.0)
                     assert frame is not None, "xobserve published no frame for 1 s"
-                    if decisions == 0:
-                        assert reader.catalog is not None
-                        rec.append_catalog(reader.catalog)
-                    rec.append_frame(frame.raw)
-                    values = {k: v for k, v in frame.values.items() if k not in frame.empty}
-                    rec.append_decision(Decision("expert", {"rcv_buf_max": expert(values)}, "rule"))
-                    decisions += 1
+                    frames.append((frame.raw, {k: v for k, v in frame.values.items() if k not in frame.empty}))
             finally:
                 flow.terminate()
                 flow.wait()
-    return decisions
+        catalog = reader.catalog
+    assert catalog is not None
+    bounds = terciles([values.get("tcp.srtt.p99", 0.0) for _, values in frames])
+    with RecordingWriter(path) as rec:
+        rec.append_catalog(catalog)
+        for raw, values in frames:
+            rec.append_frame(raw)
+            rec.append_decision(Decision("expert", {"rcv_buf_max": expert(values, bounds)}, "rule"))
+    return len(frames)
 
 
 def test_tree_reproduces_recorded_decisions(lab: Lab, tmp_path: Path) -> None:
