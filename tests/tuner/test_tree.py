@@ -85,7 +85,8 @@ def record(lab: Lab, path: Path) -> int:
                 while time.monotonic() < end:
                     frame = reader.poll(1.0)
                     assert frame is not None, "xobserve published no frame for 1 s"
-                    frames.append((frame.raw, {k: v for k, v in frame.values.items() if k not in frame.empty}))
+                    values = {k: v for k, v in frame.values.items() if k not in frame.empty}
+                    frames.append((frame.raw, values))
             finally:
                 flow.terminate()
                 flow.wait()
