@@ -44,6 +44,7 @@ VARS = {
 # file -> (line, field, words of the message)
 BAD = {
     "backend_unknown.yaml": (4, "knobs.0.backend", "sysctl"),
+    "bench_promql_no_server.yaml": (6, "benchmark", "have a promql query: give 'prometheus: {url: ...}'"),
     "bench_regex_no_group.yaml": (9, "benchmark.metrics.0", "no named group (?P<value>...)"),
     "bench_unknown_metric.yaml": (5, "slo.0", "reads ['bench.p99'], not a metric of the benchmark"),
     "expr_operator.yaml": (2, "objective.minimize", "unexpected '*' at column 4"),

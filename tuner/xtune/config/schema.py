@@ -173,23 +173,28 @@ class Workload(Strict):
 
 
 class BenchMetric(Strict):
-    """A figure parsed from one benchmark run's output, read in expressions as `bench.<name>`.
+    """A figure of one benchmark run, read in expressions as `bench.<name>`.
 
     `regex`: a Python pattern with a named group `value` (searched in stdout, then stderr);
     `json`: a dotted path into stdout parsed as JSON, or into its last line that is a JSON object
-    (numbers index lists). `scale` multiplies. `unit` is the unit after scaling (`us`, `req/s`).
+    (numbers index lists); `promql`: a PromQL expression the benchmark's `prometheus` server
+    evaluates once every target it scrapes has been scraped after the run ended, one series or a
+    scalar (`$__range`: back from then to every target's last scrape before the run started;
+    `$__run_seconds`: the run's own length).
+    `scale` multiplies. `unit` is the unit after scaling (`us`, `req/s`).
     """
 
     name: str = Field(pattern=r"^[a-z][a-z0-9_]{0,47}$")
     regex: str | None = None
     json_path: str | None = Field(default=None, alias="json", pattern=r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
+    promql: str | None = Field(default=None, min_length=1)
     scale: float = 1.0
     unit: str = Field(default="", max_length=16)
 
     @model_validator(mode="after")
     def _one(self) -> BenchMetric:
-        if (self.regex is None) == (self.json_path is None):
-            raise ValueError("give exactly one of 'regex' or 'json'")
+        if sum(x is not None for x in (self.regex, self.json_path, self.promql)) != 1:
+            raise ValueError("give exactly one of 'regex', 'json' or 'promql'")
         if self.regex is not None:
             try:
                 pattern = re.compile(self.regex)
@@ -200,14 +205,24 @@ class BenchMetric(Strict):
         return self
 
 
+class PrometheusSource(Strict):
+    """The Prometheus server the `promql` metrics query (its HTTP API), e.g. one scraping the
+    application's exporter; `timeout_s` bounds the wait for the scrapes after a run and each query."""
+
+    url: str = Field(pattern=r"^https?://[^\s/]+(/\S*)?$")
+    timeout_s: float = Field(default=15.0, gt=0)
+
+
 class Benchmark(Strict):
     """A command run once per measurement window (its output is the window): a load generator
-    whose own figures (requests/s, latency percentiles) the objective and SLO lines read."""
+    whose own figures (requests/s, latency percentiles) the objective and SLO lines read, from its
+    output or from the application's exporter through Prometheus."""
 
     command: list[str] = Field(min_length=1)
     netns: str | None = None
     timeout_s: float = Field(default=120.0, gt=0)
     metrics: list[BenchMetric] = Field(min_length=1)
+    prometheus: PrometheusSource | None = None
 
     @model_validator(mode="after")
     def _unique(self) -> Benchmark:
@@ -215,6 +230,11 @@ class Benchmark(Strict):
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
             raise ValueError(f"metric names must be unique: {dup} repeated")
+        queried = [m.name for m in self.metrics if m.promql is not None]
+        if queried and self.prometheus is None:
+            raise ValueError(f"metrics {queried} have a promql query: give 'prometheus: {{url: ...}}'")
+        if self.prometheus is not None and not queried:
+            raise ValueError("'prometheus' is given but no metric has a promql query")
         return self
 
 

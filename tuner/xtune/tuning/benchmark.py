@@ -1,8 +1,9 @@
 """A benchmark's own figures as signals: run its command once, parse the metrics the SLO file names.
 
 Each run is one measurement window; its values are `bench.<metric>` for the objective and the
-SLO lines. A metric the output lacks (or that is not a finite number) is a failed run, raised as
-`MetricMissing` naming the metric and what was expected, never read as zero.
+SLO lines, from the run's output or from Prometheus (promql.py). A metric the output or the
+server lacks (or that is not a finite number) is a failed run, raised as `MetricMissing` naming
+the metric and what was expected, never read as zero.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from xtune.config.schema import Benchmark, BenchMetric
+from xtune.tuning.promql import QueryFailed, query_metrics
 
 
 class MetricMissing(RuntimeError):
@@ -83,8 +85,8 @@ def parse_metric(metric: BenchMetric, stdout: str, stderr: str = "") -> float:
 
 
 def parse_output(config: Benchmark, stdout: str, stderr: str = "") -> dict[str, float]:
-    """Every metric of the file as `bench.<name>`."""
-    return {f"bench.{m.name}": parse_metric(m, stdout, stderr) for m in config.metrics}
+    """Every metric of the file read from the output as `bench.<name>` (not the promql ones)."""
+    return {f"bench.{m.name}": parse_metric(m, stdout, stderr) for m in config.metrics if m.promql is None}
 
 
 def run_benchmark(config: Benchmark) -> BenchRun:
@@ -92,15 +94,23 @@ def run_benchmark(config: Benchmark) -> BenchRun:
     cmd = list(config.command)
     if config.netns:
         cmd = ["ip", "netns", "exec", config.netns, *cmd]
-    start = time.monotonic_ns()
+    start, start_wall = time.monotonic_ns(), time.time()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=config.timeout_s)
     except subprocess.TimeoutExpired:
         raise MetricMissing(f"benchmark {cmd[0]} did not finish in {config.timeout_s:g} s") from None
     except OSError as e:
         raise MetricMissing(f"benchmark {cmd[0]} could not start: {e.strerror}") from None
-    end = time.monotonic_ns()
+    end, end_wall = time.monotonic_ns(), time.time()
     if proc.returncode != 0:
         tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
         raise MetricMissing(f"benchmark {cmd[0]} exited with {proc.returncode}: {tail}")
-    return BenchRun(parse_output(config, proc.stdout, proc.stderr), start, end, proc.stdout)
+    values = parse_output(config, proc.stdout, proc.stderr)
+    queried = [m for m in config.metrics if m.promql is not None]
+    if queried:
+        assert config.prometheus is not None  # the schema requires it
+        try:
+            values |= query_metrics(config.prometheus, queried, start_wall, end_wall)
+        except QueryFailed as e:
+            raise MetricMissing(str(e)) from None
+    return BenchRun(values, start, end, proc.stdout)
