@@ -104,8 +104,11 @@ def query_metrics(
     source: PrometheusSource, metrics: list[BenchMetric], start_s: float, end_s: float
 ) -> dict[str, float]:
     """Each `promql` metric of one run as `bench.<name>` (QueryFailed names the metric)."""
-    at = scraped_after(source, end_s)
-    before = _latest_scrape(source, start_s)
+    try:
+        at = scraped_after(source, end_s)
+        before = _latest_scrape(source, start_s)
+    except QueryFailed as e:
+        raise QueryFailed(f"metric {', '.join(m.name for m in metrics)}: {e}") from None
     since = start_s if before is None else min(before, start_s)
     # +1 ms: the sample at `since` itself lies inside the range
     span = {"$__range": f"{math.ceil((at - since) * 1000) + 1}ms", "$__run_seconds": f"{end_s - start_s:.6f}"}
